@@ -1,0 +1,33 @@
+"""Low-level numba intrinsics shared by the kernels (no Python-level state).
+
+``prefetch(arr, i)`` asks the CPU to start loading the cache line holding ``arr[i]`` (LLVM's
+``llvm.prefetch``, read, high locality); it never faults, even for an index past the end.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+
+@intrinsic
+def prefetch(typingctx, arr, idx):
+    """Prefetch the cache line of ``arr[idx]`` for reading. No-op semantics; never faults."""
+    if not isinstance(arr, types.Array) or not isinstance(idx, types.Integer):
+        return None
+    sig = types.void(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        arr_v, idx_v = args
+        ary = context.make_array(signature.args[0])(context, builder, arr_v)
+        ptr = builder.gep(ary.data, [idx_v])
+        i8p = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, ir.IntType(32), ir.IntType(32), ir.IntType(32)])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
+        i32 = ir.IntType(32)
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return sig, codegen

@@ -1,0 +1,65 @@
+"""``bloomdb filter-bench``: measure one family, or sweep all of them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+NAME = "filter-bench"
+HELP = "build/query ns per key, bytes per key and measured vs expected FP rate of filter families"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--impl", default="blocked", help="family or full spec (blocked, standard:12, ...); comma-separated for several")
+    p.add_argument("--bits-per-key", type=float, default=10.0, help="bits per key when --impl names a family only")
+    p.add_argument("--keys", type=int, default=1_000_000, help="keys added (default 1M)")
+    p.add_argument("--absent", type=int, default=None, help="absent keys queried for the FP rate (default max(keys, 1M))")
+    p.add_argument("--key-type", choices=("int", "str"), default="int")
+    p.add_argument("--repeats", type=int, default=3, help="timing repeats; the best is reported")
+    p.add_argument("--sweep", action="store_true", help="every family over a range of bits/key")
+    p.add_argument("--sweep-bits", default="4,6,8,10,12,16,20,24", help="bits/key values for --sweep")
+    p.add_argument("--families", default=None, help="families for --sweep (default: all)")
+    p.add_argument("--plot", metavar="FILE", help="draw FPR vs bits/key to FILE (png/svg/pdf)")
+    p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    p.add_argument("--allow-bad-fp-rate", action="store_true", help="do not fail when the measured FP rate is far above expected")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..bench import filter_bench as fb
+    from ..errors import BloomDBError
+
+    try:
+        if args.sweep:
+            fams = args.families.split(",") if args.families else None
+            bpks = [float(x) for x in args.sweep_bits.split(",")]
+            results = fb.sweep(fams, bpks, n=args.keys, key_type=args.key_type, absent=args.absent, repeats=args.repeats)
+        else:
+            specs = []
+            for item in args.impl.split(","):
+                item = item.strip()
+                specs.append(item if ":" in item else f"{item}:{args.bits_per_key:g}")
+            results = [
+                fb.run_one(s, n=args.keys, key_type=args.key_type, absent=args.absent, repeats=args.repeats)
+                for s in specs
+            ]
+    except BloomDBError as exc:
+        print(f"filter-bench: {exc}", file=sys.stderr)
+        return 2
+    print(fb.format_table(results))
+    print("(ns per key; q+ = present keys, q- = absent keys; JIT compile time measured apart)")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump([r.as_dict() for r in results], fh, indent=1)
+    if args.plot:
+        print(f"plot written to {fb.plot(results, args.plot)}")
+    bad = [r for r in results if r.fpr_is_bad()]
+    if bad and not args.allow_bad_fp_rate:
+        for r in bad:
+            print(
+                f"filter-bench: {r.spec}: measured FP rate {100 * r.fpr:.4f}% is far above the expected "
+                f"{100 * r.expected_fpr:.4f}% (pass --allow-bad-fp-rate to accept)",
+                file=sys.stderr,
+            )
+        return 1
+    return 0

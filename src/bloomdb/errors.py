@@ -1,0 +1,54 @@
+"""The exception hierarchy of bloomdb.
+
+Every error bloomdb raises on purpose is a :class:`BloomDBError`. The children also derive from
+the matching built-in (``ValueError``, ``TypeError``, ``KeyError``) so code written against the
+built-ins keeps working.
+"""
+
+from __future__ import annotations
+
+
+class BloomDBError(Exception):
+    """Base class of every error raised on purpose by bloomdb."""
+
+
+class InvalidArgument(BloomDBError, ValueError):
+    """A parameter is out of its domain (negative capacity, NaN bits/key, fpr outside (0, 1), ...)."""
+
+
+class KeyTypeError(BloomDBError, TypeError):
+    """A key (or batch of keys) is of a type bloomdb does not accept."""
+
+
+class CorruptionError(BloomDBError, ValueError):
+    """Persisted bytes are damaged, truncated or of an unknown format.
+
+    ``path`` names the file when the bytes came from one.
+    """
+
+    def __init__(self, message: str, path: str | None = None):
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+# Short alias used in the design notes.
+Corruption = CorruptionError
+
+
+class IncompatibleFilters(InvalidArgument):
+    """Two filters cannot be combined (different family, size or parameters)."""
+
+
+class FilterFull(BloomDBError):
+    """A fixed-capacity filter (cuckoo) could not place a key. Nothing added before is lost."""
+
+
+class StaticFilterError(BloomDBError, TypeError):
+    """A static filter (built once from all keys) was asked to add a key after it was built."""
+
+
+class NotFoundError(BloomDBError, KeyError):
+    """A key that must be present (e.g. for ``remove``) is not."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable
+        return str(self.args[0]) if self.args else ""

@@ -1,0 +1,153 @@
+"""Membership filters: one registry by name, one byte format, batch operations.
+
+>>> from bloomdb import filters
+>>> f = filters.create("blocked:10", capacity=1_000_000)
+>>> f.add_many(["apple", "pear"]); f.might_contain("apple")
+True
+
+``create("family:N", capacity=n)`` makes a filter of any family (``N`` is bits per key unless the
+family says otherwise, see :func:`available`); :func:`from_bytes` and :func:`open` read any
+family back from its self-describing bytes.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import CorruptionError, InvalidArgument
+from . import format as _fmt
+from .base import Filter, HashedFilter, open_path
+
+#: Modules holding the families, imported on first use of the registry.
+_FAMILY_MODULES = (
+    "bloomdb.filters.standard",
+    "bloomdb.filters.blocked",
+)
+
+_by_name: dict[str, type[Filter]] = {}
+_by_tag: dict[int, type[Filter]] = {}
+_loaded = False
+
+
+def register(cls: type[Filter]) -> type[Filter]:
+    """Register a family class (used as a decorator by each family module)."""
+    if not cls.family or cls.family not in _fmt.FAMILY_TAGS:
+        raise InvalidArgument(f"family {cls.family!r} has no tag in bloomdb.filters.format.FAMILY_TAGS")
+    _by_name[cls.family] = cls
+    _by_tag[_fmt.FAMILY_TAGS[cls.family]] = cls
+    return cls
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        for mod in _FAMILY_MODULES:
+            importlib.import_module(mod)
+        _loaded = True
+
+
+def family(name: str) -> type[Filter]:
+    """The class of a family by registry name (``"blocked"``)."""
+    _load()
+    try:
+        return _by_name[name]
+    except KeyError:
+        raise InvalidArgument(
+            f"unknown filter family {name!r}; available: {', '.join(sorted(_by_name))}"
+        ) from None
+
+
+def family_by_tag(tag: int, source: str | None = None) -> type[Filter]:
+    _load()
+    try:
+        return _by_tag[tag]
+    except KeyError:
+        raise CorruptionError(f"unknown filter family tag {tag}", source) from None
+
+
+def parse_spec(spec: str) -> tuple[str, str | None]:
+    """Split ``"family:N"`` into ``("family", "N")`` (``"family"`` alone gives ``None``)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise InvalidArgument(f"filter spec must be a string like 'blocked:10', got {spec!r}")
+    name, sep, arg = spec.strip().partition(":")
+    return name.strip().lower(), (arg.strip() if sep else None)
+
+
+def create(spec: str, capacity: int | None = None, **kwargs: Any) -> Filter:
+    """A new, empty filter from a spec like RocksDB's ``CreateFromString``: ``"blocked:10"``.
+
+    ``capacity`` is the number of keys it is sized for; extra keyword arguments go to the family
+    (e.g. ``fpr=0.01`` instead of a number in the spec, ``size_bytes`` for ``register``).
+    Raises :class:`~bloomdb.errors.InvalidArgument` before allocating anything.
+    """
+    name, arg = parse_spec(spec)
+    return family(name).from_spec(arg, capacity=capacity, **kwargs)
+
+
+def build(spec: str, keys: Any, **kwargs: Any) -> Filter:
+    """A filter holding exactly ``keys``, sized for them (static families use their builder)."""
+    name, arg = parse_spec(spec)
+    cls = family(name)
+    if arg is not None:
+        kwargs.update(cls.spec_kwargs(arg))
+    return cls.build(keys, **kwargs)
+
+
+def from_bytes(data: bytes | bytearray | memoryview) -> Filter:
+    """Any family back from :meth:`Filter.to_bytes`. Damage raises :class:`CorruptionError`."""
+    import numpy as np
+
+    env = _fmt.decode(data)
+    cls = family_by_tag(env.family_tag)
+    payload = _fmt.aligned_empty(env.payload_length)
+    payload[:] = np.frombuffer(data, dtype=np.uint8, count=env.payload_length, offset=env.payload_offset)
+    return cls._from_envelope(env, payload, None)
+
+
+def open(path: str | os.PathLike, mmap: bool = True, verify: bool = True) -> Filter:  # noqa: A001
+    """Open a filter file written by :meth:`Filter.save`.
+
+    With ``mmap=True`` the payload is memory-mapped copy-on-write (the file is never modified;
+    pages load on demand), otherwise read into an aligned buffer. ``verify`` checks the payload
+    CRC32C (one pass over the file).
+    """
+    return open_path(path, use_mmap=mmap, verify=verify)
+
+
+@dataclass(frozen=True)
+class FamilyInfo:
+    name: str
+    spec_meaning: str
+    static: bool
+    description: str
+
+
+def available() -> list[FamilyInfo]:
+    """The registered families with what the number in their spec means."""
+    _load()
+    return [
+        FamilyInfo(
+            name,
+            cls.spec_meaning,
+            cls.static,
+            (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else "",
+        )
+        for name, cls in sorted(_by_name.items(), key=lambda kv: _fmt.FAMILY_TAGS[kv[0]])
+    ]
+
+
+__all__ = [
+    "Filter",
+    "HashedFilter",
+    "available",
+    "build",
+    "create",
+    "family",
+    "from_bytes",
+    "open",
+    "parse_spec",
+    "register",
+]

@@ -1,0 +1,447 @@
+"""The Filter protocol every family implements, and the shared machinery behind it.
+
+A family subclasses :class:`Filter` (or :class:`HashedFilter` when it is fed by bloomdb's default
+64-bit key hash, XXH3-64) and provides:
+
+* ``family`` (registry name), ``family_version``, and ``from_spec`` when the number in
+  ``"family:N"`` means something other than bits per key;
+* ``_params() -> bytes`` / ``_from_parts(params, payload, count)``: its parameter block and
+  payload array for the byte envelope (:mod:`bloomdb.filters.format`);
+* the batch operations ``_add_batch(KeyBatch)`` / ``_query_batch(KeyBatch, out)`` (HashedFilter
+  turns those into ``_add_hashes`` / ``_query_hashes`` over uint64 hashes, with optional fused
+  integer-key paths), plus ``num_bits``, ``num_probes``, ``estimated_fpr``.
+
+Everything else — single-key methods, conversion of any key batch, bytes/file/mmap round trips,
+pickle, copy, union — lives here once.
+"""
+
+from __future__ import annotations
+
+import math
+import mmap as _mmap
+import os
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .. import keys as _keys
+from ..errors import (
+    CorruptionError,
+    IncompatibleFilters,
+    InvalidArgument,
+    StaticFilterError,
+)
+from ..keys import KeyBatch
+from . import format as fmt
+from ._common_kernels import popcount_bytes, or_into
+
+
+def check_capacity(capacity: Any) -> int:
+    """Validate a capacity: a positive integer (bool and floats with a fraction are refused)."""
+    if isinstance(capacity, bool) or capacity is None:
+        raise InvalidArgument(f"capacity must be a positive integer, got {capacity!r}")
+    try:
+        as_int = int(capacity)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"capacity must be a positive integer, got {capacity!r}") from None
+    if as_int != capacity or as_int <= 0:
+        raise InvalidArgument(f"capacity must be a positive integer, got {capacity!r}")
+    return as_int
+
+
+def check_bits_per_key(bits_per_key: Any, *, low: float = 0.0, high: float = 1000.0) -> float:
+    """Validate bits per key: a finite number in ``(low, high]``."""
+    try:
+        b = float(bits_per_key)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"bits_per_key must be a number, got {bits_per_key!r}") from None
+    if isinstance(bits_per_key, bool) or not math.isfinite(b) or b <= low or b > high:
+        raise InvalidArgument(f"bits_per_key must be a finite number in ({low}, {high}], got {bits_per_key!r}")
+    return b
+
+
+def check_fpr(fpr: Any) -> float:
+    """Validate a target false-positive rate: a number strictly between 0 and 1."""
+    try:
+        p = float(fpr)
+    except (TypeError, ValueError):
+        raise InvalidArgument(f"fpr must be a number in (0, 1), got {fpr!r}") from None
+    if isinstance(fpr, bool) or not (0.0 < p < 1.0):
+        raise InvalidArgument(f"fpr must be a number in (0, 1), got {fpr!r}")
+    return p
+
+
+def single_key_batch(key: Any) -> KeyBatch:
+    """A one-key :class:`KeyBatch` (validates the key; raises KeyTypeError / InvalidArgument)."""
+    enc = _keys.encode_key(key)
+    if type(enc) is int:
+        return KeyBatch(ints=np.array([enc], dtype=np.uint64))
+    return KeyBatch(
+        data=np.frombuffer(enc, dtype=np.uint8) if enc else np.zeros(0, np.uint8),
+        offsets=np.array([0, len(enc)], dtype=np.int64),
+    )
+
+
+class Filter(ABC):
+    """A membership filter: answers "definitely not added" or "might have been added".
+
+    Never a false negative: every key added answers ``True`` from :meth:`might_contain`. A
+    ``True`` for a key never added is a false positive, at about :meth:`estimated_fpr`.
+    Filters deliberately have no ``__contains__``: ``key in f`` would read as a certainty.
+    """
+
+    family: ClassVar[str] = ""
+    family_version: ClassVar[int] = 1
+    #: True for families built once from all keys (``build``); ``add`` then raises.
+    static: ClassVar[bool] = False
+    #: What the number in a spec ``"family:N"`` means (for ``available()``).
+    spec_meaning: ClassVar[str] = "bits per key"
+    #: A typical spec, used by docs, the demo and the generic test-suite.
+    example_spec: ClassVar[str] = ""
+
+    _count: int
+
+    # ---- construction -------------------------------------------------------------------
+
+    @classmethod
+    def spec_kwargs(cls, arg: str) -> dict[str, Any]:
+        """The keyword arguments the number in ``"family:N"`` stands for (default: bits per key)."""
+        try:
+            return {"bits_per_key": float(arg)}
+        except ValueError:
+            raise InvalidArgument(f"{cls.family}: bits per key must be a number, got {arg!r}") from None
+
+    @classmethod
+    def from_spec(cls, arg: str | None, capacity: int | None = None, **kwargs: Any) -> "Filter":
+        """Create from the number in ``"family:N"`` (see :meth:`spec_kwargs`) and a capacity."""
+        if arg is not None:
+            kwargs.update(cls.spec_kwargs(arg))
+        if capacity is None:
+            raise InvalidArgument(f"{cls.family}: capacity (number of keys) is required")
+        return cls(capacity=capacity, **kwargs)
+
+    @classmethod
+    def build(cls, keys: Any, bits_per_key: float | None = None, **kwargs: Any) -> "Filter":
+        """A filter sized for exactly ``keys`` and holding them (static families override this)."""
+        batches = _keys.to_batches(keys)
+        n = sum(len(b) for b in batches)
+        if bits_per_key is not None:
+            kwargs["bits_per_key"] = bits_per_key
+        f = cls(capacity=max(1, n), **kwargs)
+        for b in batches:
+            f._add_batch(b)
+            f._count += len(b)
+        return f
+
+    # ---- the family's part --------------------------------------------------------------
+
+    @abstractmethod
+    def _add_batch(self, batch: KeyBatch) -> None: ...
+
+    @abstractmethod
+    def _query_batch(self, batch: KeyBatch, out: np.ndarray) -> None:
+        """Write ``might_contain`` of every key of ``batch`` into the bool array ``out``."""
+
+    @abstractmethod
+    def _params(self) -> bytes: ...
+
+    @classmethod
+    @abstractmethod
+    def _from_parts(cls, params: bytes, payload: np.ndarray, count: int) -> "Filter":
+        """Rebuild from the envelope (``payload`` is an aligned uint8 array the filter may keep)."""
+
+    @abstractmethod
+    def _payload(self) -> np.ndarray:
+        """The filter's state as one contiguous uint8 array (a view, not a copy)."""
+
+    @property
+    @abstractmethod
+    def num_bits(self) -> int: ...
+
+    @property
+    @abstractmethod
+    def num_probes(self) -> int: ...
+
+    @abstractmethod
+    def estimated_fpr(self) -> float:
+        """The FP rate expected for the keys added so far (a formula, not a measurement)."""
+
+    @classmethod
+    def expected_fpr(cls, bits_per_key: float, num_probes: int | None = None) -> float:
+        """The family's model FP rate for a filter holding ``bits_per_key`` bits per key.
+
+        ``num_probes`` fixes k (a filter keeps the k it was sized with as keys arrive); by default
+        the k the family would choose for ``bits_per_key``. NaN when the family has no model.
+        """
+        return float("nan")
+
+    @classmethod
+    def bench_specs(cls, bits_per_key_values: list[float]) -> list[str]:
+        """Specs that sweep this family over ``bits_per_key_values`` (filter-bench --sweep)."""
+        return [f"{cls.family}:{b:g}" for b in bits_per_key_values]
+
+    # ---- shared API ---------------------------------------------------------------------
+
+    @property
+    def count(self) -> int:
+        """Keys added (duplicates counted each time they were added)."""
+        return self._count
+
+    @property
+    def capacity(self) -> int:
+        return getattr(self, "_capacity", max(1, self._count))
+
+    @property
+    def bits_per_key(self) -> float:
+        """Filter bits per key of capacity (memory efficiency, not the configured target)."""
+        return self.num_bits / max(1, self.capacity)
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes of filter state (the payload); the envelope adds a 64-byte-aligned header."""
+        return int(self._payload().nbytes)
+
+    def fill_ratio(self) -> float:
+        """Fraction of payload bits that are set (popcount over the payload)."""
+        p = self._payload()
+        return popcount_bytes(p) / max(1, p.size * 8)
+
+    def _check_mutable(self) -> None:
+        if getattr(self, "_readonly", False):
+            raise StaticFilterError(f"this {self.family} filter is read-only (static or memory-mapped read-only)")
+
+    def add(self, key: Any) -> None:
+        """Add one key (bytes, str or 64-bit int). Cost: one batch-of-one kernel call (~µs)."""
+        self._check_mutable()
+        self._add_batch(single_key_batch(key))
+        self._count += 1
+
+    def add_many(self, keys: Any) -> None:
+        """Add a batch of keys (list, numpy array, pyarrow array...). Cost: one kernel pass."""
+        self._check_mutable()
+        for b in _keys.to_batches(keys):
+            self._add_batch(b)
+            self._count += len(b)
+
+    def might_contain(self, key: Any) -> bool:
+        """False: the key was certainly never added. True: it probably was (FP ~ estimated_fpr)."""
+        out = np.zeros(1, dtype=np.bool_)
+        self._query_batch(single_key_batch(key), out)
+        return bool(out[0])
+
+    def might_contain_many(self, keys: Any) -> np.ndarray:
+        """``might_contain`` of each key, as a numpy bool array in input order."""
+        batches = _keys.to_batches(keys)
+        n = sum(len(b) for b in batches)
+        out = np.zeros(n, dtype=np.bool_)
+        pos = 0
+        for b in batches:
+            m = len(b)
+            if m:
+                self._query_batch(b, out[pos : pos + m])
+            pos += m
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        """A summary: family, count, capacity, bits, bytes, k, fill ratio, estimated FP rate."""
+        return {
+            "family": self.family,
+            "count": self.count,
+            "capacity": self.capacity,
+            "num_bits": self.num_bits,
+            "size_bytes": self.size_bytes,
+            "bits_per_key": self.bits_per_key,
+            "num_probes": self.num_probes,
+            "fill_ratio": self.fill_ratio(),
+            "estimated_fpr": self.estimated_fpr(),
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} {self.family} count={self.count} bits={self.num_bits} "
+            f"k={self.num_probes} ~fpr={self.estimated_fpr():.3g}>"
+        )
+
+    def __contains__(self, key: Any) -> bool:  # pragma: no cover - the refusal is the feature
+        raise TypeError("filters have no 'in': use might_contain(key), whose True may be a false positive")
+
+    # ---- bytes, files, pickle ----------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """Serialise to the self-describing envelope (magic, family tag, version, params, CRC32C)."""
+        return fmt.encode(
+            fmt.FAMILY_TAGS[self.family], self.family_version, self._params(), self._count, self._payload()
+        )
+
+    @classmethod
+    def _from_envelope(cls, env: fmt.Envelope, payload: np.ndarray, source: str | None) -> "Filter":
+        if env.family_version != cls.family_version:
+            raise CorruptionError(
+                f"{cls.family} filter format version {env.family_version} is not supported "
+                f"(this bloomdb reads version {cls.family_version})",
+                source,
+            )
+        try:
+            return cls._from_parts(env.params, payload, env.count)
+        except CorruptionError:
+            raise
+        except (ValueError, IndexError, KeyError, TypeError) as exc:
+            raise CorruptionError(f"bad {cls.family} filter parameters: {exc}", source) from exc
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write :meth:`to_bytes` to ``path`` atomically (temp file, fsync, rename)."""
+        path = os.fspath(path)
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "wb") as fh:
+            fh.write(self.to_bytes())
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+
+    def copy(self) -> "Filter":
+        """An independent deep copy (same family, parameters, bits and count)."""
+        payload = fmt.aligned_empty(self.size_bytes)
+        payload[:] = self._payload()
+        return type(self)._from_parts(self._params(), payload, self._count)
+
+    def __reduce__(self):
+        return (_unpickle, (self.to_bytes(),))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Filter):
+            return NotImplemented
+        return (
+            type(self) is type(other)
+            and self._params() == other._params()
+            and self._count == other._count
+            and np.array_equal(self._payload(), other._payload())
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    # ---- union --------------------------------------------------------------------------
+
+    def _check_compatible(self, other: "Filter") -> None:
+        if not isinstance(other, Filter) or type(other) is not type(self):
+            raise IncompatibleFilters(
+                f"cannot combine a {self.family} filter with {type(other).__name__}"
+            )
+        if self._params() != other._params() or self.size_bytes != other.size_bytes:
+            raise IncompatibleFilters(
+                f"cannot combine {self.family} filters of different shape or parameters"
+            )
+
+    def _union_into(self, other: "Filter") -> None:
+        """OR ``other``'s bits into ``self`` (bit-array families; counting families override)."""
+        or_into(self._payload(), other._payload())
+
+    def union(self, other: "Filter") -> "Filter":
+        """A new filter answering True for every key either filter holds (same family and shape)."""
+        self._check_compatible(other)
+        out = self.copy()
+        out._union_into(other)
+        out._count = self._count + other._count
+        return out
+
+    def __or__(self, other: "Filter") -> "Filter":
+        if not isinstance(other, Filter):
+            return NotImplemented
+        return self.union(other)
+
+    def __ior__(self, other: "Filter") -> "Filter":
+        if not isinstance(other, Filter):
+            return NotImplemented
+        self._check_mutable()
+        self._check_compatible(other)
+        self._union_into(other)
+        self._count += other._count
+        return self
+
+
+def _unpickle(data: bytes) -> Filter:
+    from . import from_bytes
+
+    return from_bytes(data)
+
+
+class HashedFilter(Filter):
+    """A filter fed by one 64-bit hash per key: XXH3-64 (seed 0) of the key's bytes.
+
+    Subclasses implement ``_add_hashes(h)`` / ``_query_hashes(h, out)`` over ``uint64`` arrays,
+    and may override ``_add_ints`` / ``_query_ints`` with kernels that hash and probe integer
+    keys in one fused pass (no hash array in between).
+    """
+
+    @abstractmethod
+    def _add_hashes(self, hashes: np.ndarray) -> None: ...
+
+    @abstractmethod
+    def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None: ...
+
+    def _add_ints(self, ints: np.ndarray) -> None:
+        from ..hashing import hash_batch
+
+        self._add_hashes(hash_batch(KeyBatch(ints=ints)))
+
+    def _query_ints(self, ints: np.ndarray, out: np.ndarray) -> None:
+        from ..hashing import hash_batch
+
+        self._query_hashes(hash_batch(KeyBatch(ints=ints)), out)
+
+    def _add_batch(self, batch: KeyBatch) -> None:
+        if batch.is_int:
+            self._add_ints(batch.ints)
+        else:
+            from ..hashing import hash_batch
+
+            self._add_hashes(hash_batch(batch))
+
+    def _query_batch(self, batch: KeyBatch, out: np.ndarray) -> None:
+        if batch.is_int:
+            self._query_ints(batch.ints, out)
+        else:
+            from ..hashing import hash_batch
+
+            self._query_hashes(hash_batch(batch), out)
+
+    # Public hash-level entry points: engines (the LSM store, the join) hash a key once and
+    # probe many filters with it.
+
+    def add_hashes(self, hashes: np.ndarray) -> None:
+        """Add keys given as their XXH3-64 hashes (``uint64`` array). Cost: one kernel pass."""
+        self._check_mutable()
+        h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
+        self._add_hashes(h)
+        self._count += int(h.shape[0])
+
+    def might_contain_hashes(self, hashes: np.ndarray) -> np.ndarray:
+        """``might_contain`` for keys given as their XXH3-64 hashes."""
+        h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
+        out = np.zeros(h.shape[0], dtype=np.bool_)
+        if h.shape[0]:
+            self._query_hashes(h, out)
+        return out
+
+
+def open_path(path: str | os.PathLike, use_mmap: bool = True, verify: bool = True) -> Filter:
+    """Open a filter saved with :meth:`Filter.save`; see :func:`bloomdb.filters.open`."""
+    from . import family_by_tag
+
+    path = os.fspath(path)
+    with open(path, "rb") as fh:
+        if use_mmap:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                raise CorruptionError("empty file", path)
+            buf: Any = _mmap.mmap(fh.fileno(), 0, access=_mmap.ACCESS_COPY)
+        else:
+            buf = fh.read()
+    env = fmt.decode(buf, verify_payload=verify, source=path)
+    cls = family_by_tag(env.family_tag, source=path)
+    if use_mmap:
+        payload = np.frombuffer(buf, dtype=np.uint8, count=env.payload_length, offset=env.payload_offset)
+    else:
+        payload = fmt.aligned_empty(env.payload_length)
+        payload[:] = np.frombuffer(buf, dtype=np.uint8, count=env.payload_length, offset=env.payload_offset)
+    return cls._from_envelope(env, payload, path)

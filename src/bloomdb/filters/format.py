@@ -1,0 +1,132 @@
+"""The self-describing byte envelope every filter is saved in.
+
+Layout (all integers little-endian)::
+
+    offset  size  field
+    0       4     magic b"BLMF"
+    4       1     envelope version (1)
+    5       1     reserved (0)
+    6       2     family tag (see FAMILY_TAGS)
+    8       2     family format version
+    10      2     reserved (0)
+    12      4     P = length of the family's parameter block
+    16      8     count: keys added so far
+    24      8     L = payload length in bytes
+    32      4     CRC32C of the payload
+    36      4     CRC32C of bytes 0..36 followed by the parameter block
+    40      P     parameter block (family specific, documented in docs/formats.md)
+    40+P    pad   zero bytes up to the next multiple of 64
+    H       L     payload (the filter's bit/counter/slot array), H a multiple of 64
+
+The payload starts on a 64-byte boundary of the file, so a memory map of the file keeps the
+cache-line alignment the kernels want. Any damage is a :class:`CorruptionError`.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import crc32c as _crc32c
+import numpy as np
+
+from ..errors import CorruptionError
+
+MAGIC = b"BLMF"
+ENVELOPE_VERSION = 1
+_FIXED = struct.Struct("<4sBBHHHIQQII")
+FIXED_SIZE = _FIXED.size  # 40
+ALIGN = 64
+
+#: Family name -> tag stored in the envelope. Tags are forever: never reuse one.
+FAMILY_TAGS: dict[str, int] = {
+    "standard": 1,
+    "blocked": 2,
+    "leveldb": 3,
+    "sbbf": 4,
+    "register": 5,
+    "paired": 6,
+    "ribbon": 7,
+    "counting": 8,
+    "cuckoo": 9,
+}
+
+
+def crc32c(data) -> int:
+    """CRC32C (Castagnoli) of any bytes-like object (no copy), hardware accelerated where available."""
+    return _crc32c.crc32c(data)
+
+
+def aligned_empty(nbytes: int, align: int = ALIGN) -> np.ndarray:
+    """An uninitialised ``uint8`` array of ``nbytes`` whose first byte is ``align``-aligned."""
+    raw = np.empty(nbytes + align, dtype=np.uint8)
+    shift = (-raw.ctypes.data) % align
+    return raw[shift : shift + nbytes]
+
+
+def aligned_zeros(nbytes: int, align: int = ALIGN) -> np.ndarray:
+    """A zeroed ``uint8`` array of ``nbytes``, ``align``-aligned (``np.zeros`` gives only 16)."""
+    out = aligned_empty(nbytes, align)
+    out.fill(0)
+    return out
+
+
+def header_size(params_len: int) -> int:
+    return -(-(FIXED_SIZE + params_len) // ALIGN) * ALIGN
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A parsed envelope: which family, its parameters, and where the payload is."""
+
+    family_tag: int
+    family_version: int
+    params: bytes
+    count: int
+    payload_offset: int
+    payload_length: int
+
+
+def encode(family_tag: int, family_version: int, params: bytes, count: int, payload) -> bytes:
+    """Serialise a filter: header + parameter block + padding + payload."""
+    payload_mv = memoryview(payload).cast("B")
+    head = _FIXED.pack(
+        MAGIC, ENVELOPE_VERSION, 0, family_tag, family_version, 0, len(params), count,
+        payload_mv.nbytes, crc32c(payload_mv), 0,
+    )
+    head_crc = crc32c(head[:36] + params)
+    head = head[:36] + struct.pack("<I", head_crc)
+    pad = b"\0" * (header_size(len(params)) - FIXED_SIZE - len(params))
+    return b"".join((head, params, pad, payload_mv))
+
+
+def decode(buf, *, verify_payload: bool = True, source: str | None = None) -> Envelope:
+    """Parse and check an envelope held in ``buf`` (bytes, memoryview or mmap).
+
+    Raises :class:`CorruptionError` (with ``source`` as the path) for a wrong magic, unknown
+    envelope version, truncation, or a checksum mismatch. Cost: O(1) plus one CRC pass over the
+    payload when ``verify_payload``.
+    """
+    mv = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf.cast("B")
+    if mv.nbytes < FIXED_SIZE:
+        raise CorruptionError(f"truncated filter: {mv.nbytes} bytes, header needs {FIXED_SIZE}", source)
+    (magic, ver, _r0, tag, fver, _r1, plen, count, paylen, pay_crc, head_crc) = _FIXED.unpack_from(mv, 0)
+    if magic != MAGIC:
+        raise CorruptionError(f"not a bloomdb filter (magic {bytes(magic)!r})", source)
+    if ver != ENVELOPE_VERSION:
+        raise CorruptionError(f"unknown filter envelope version {ver}", source)
+    if FIXED_SIZE + plen > mv.nbytes:
+        raise CorruptionError("truncated filter parameter block", source)
+    params = bytes(mv[FIXED_SIZE : FIXED_SIZE + plen])
+    if crc32c(bytes(mv[:36]) + params) != head_crc:
+        raise CorruptionError("filter header checksum mismatch", source)
+    start = header_size(plen)
+    if start > mv.nbytes or any(mv[FIXED_SIZE + plen : start]):
+        raise CorruptionError("filter header padding is damaged", source)
+    if start + paylen != mv.nbytes:
+        raise CorruptionError(
+            f"filter payload is {mv.nbytes - start} bytes, header says {paylen}", source
+        )
+    if verify_payload and crc32c(mv[start:]) != pay_crc:
+        raise CorruptionError("filter payload checksum mismatch", source)
+    return Envelope(tag, fver, params, count, start, paylen)

@@ -1,0 +1,111 @@
+"""``standard``: the textbook Bloom filter (one bit array, k independent-looking probes).
+
+m bits for ``capacity`` keys at ``bits_per_key`` (or the bits/key an optimal filter needs for
+``fpr``), rounded up to whole 64-bit words; k = round(ln 2 · bits/key) clamped to 1..30.
+Probes use Kirsch–Mitzenmacher double hashing of the key's XXH3-64 over the whole array, so a
+query touches k random cache lines: the most accurate Bloom per bit here and the slowest.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+
+from ..errors import InvalidArgument
+from . import _standard_kernels as K
+from . import format as fmt
+from . import math as fm
+from . import register
+from .base import HashedFilter, check_bits_per_key, check_capacity, check_fpr
+
+_PARAMS = struct.Struct("<QQBdx")  # capacity, num_bits, k, bits_per_key target
+
+
+@register
+class StandardBloom(HashedFilter):
+    """Standard Bloom filter: double hashing over one bit array, optimal k."""
+
+    family = "standard"
+    family_version = 1
+    example_spec = "standard:10"
+
+    def __init__(
+        self,
+        capacity: int,
+        bits_per_key: float | None = None,
+        fpr: float | None = None,
+        num_probes: int | None = None,
+    ):
+        capacity = check_capacity(capacity)
+        if fpr is not None and bits_per_key is not None:
+            raise InvalidArgument("give bits_per_key or fpr, not both")
+        if fpr is not None:
+            bits_per_key = fm.bits_per_key_for_fpr(check_fpr(fpr))
+        bits_per_key = check_bits_per_key(10.0 if bits_per_key is None else bits_per_key)
+        k = fm.optimal_k(bits_per_key) if num_probes is None else int(num_probes)
+        if not 1 <= k <= 30:
+            raise InvalidArgument(f"num_probes must be in 1..30, got {num_probes!r}")
+        num_bits = max(64, -(-math.ceil(capacity * bits_per_key) // 64) * 64)
+        self._capacity = capacity
+        self._target_bpk = bits_per_key
+        self._k = k
+        self._m = num_bits
+        self._buf = fmt.aligned_zeros(num_bits // 8)
+        self._words = self._buf.view(np.uint64)
+        self._count = 0
+
+    # envelope
+    def _params(self) -> bytes:
+        return _PARAMS.pack(self._capacity, self._m, self._k, self._target_bpk)
+
+    @classmethod
+    def _from_parts(cls, params: bytes, payload: np.ndarray, count: int) -> "StandardBloom":
+        capacity, m, k, bpk = _PARAMS.unpack(params)
+        if m % 64 or m == 0 or payload.nbytes != m // 8 or not 1 <= k <= 30 or capacity == 0:
+            raise ValueError(f"inconsistent standard filter: m={m} k={k} payload={payload.nbytes}")
+        self = cls.__new__(cls)
+        self._capacity, self._m, self._k, self._target_bpk = capacity, m, k, bpk
+        self._buf = payload
+        self._words = payload.view(np.uint64)
+        self._count = count
+        self._readonly = not payload.flags.writeable
+        return self
+
+    def _payload(self) -> np.ndarray:
+        return self._buf
+
+    # kernels
+    def _add_hashes(self, hashes: np.ndarray) -> None:
+        K.add_hashes(self._words, np.uint64(self._m), self._k, hashes)
+
+    def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None:
+        K.query_hashes(self._words, np.uint64(self._m), self._k, hashes, out)
+
+    def _add_ints(self, ints: np.ndarray) -> None:
+        K.add_ints(self._words, np.uint64(self._m), self._k, ints)
+
+    def _query_ints(self, ints: np.ndarray, out: np.ndarray) -> None:
+        K.query_ints(self._words, np.uint64(self._m), self._k, ints, out)
+
+    # facts
+    @property
+    def num_bits(self) -> int:
+        return self._m
+
+    @property
+    def num_probes(self) -> int:
+        return self._k
+
+    def estimated_fpr(self) -> float:
+        """``(1 - e^(-k n / m))^k`` for the n keys added so far."""
+        if self._count == 0:
+            return 0.0
+        return fm.standard_fpr(self._m / self._count, self._k)
+
+    @classmethod
+    def expected_fpr(cls, bits_per_key: float, num_probes: int | None = None) -> float:
+        """``(1 - e^(-k/b))^k`` with this family's k for ``b`` unless ``num_probes`` is given."""
+        return fm.standard_fpr(bits_per_key, num_probes or fm.optimal_k(bits_per_key))
+
