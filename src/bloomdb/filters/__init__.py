@@ -26,6 +26,7 @@ _FAMILY_MODULES = (
     "bloomdb.filters.standard",
     "bloomdb.filters.blocked",
     "bloomdb.filters.register",
+    "bloomdb.filters.leveldb",
 )
 
 _by_name: dict[str, type[Filter]] = {}
