@@ -41,4 +41,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _sections():
     """Further demo sections contributed by the engines (store, join), in order."""
-    return []
+    from . import demo_formats
+
+    return [demo_formats.section]
