@@ -15,12 +15,11 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 
 import numpy as np
 
 from bloomdb import filters
-from bloomdb.bench.filter_bench import make_keys
+from bloomdb.bench.filter_bench import best_of, make_keys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -29,15 +28,6 @@ def compile_c() -> str:
     exe = os.path.join(tempfile.gettempdir(), "bloomdb_blocked_loop")
     subprocess.run(["gcc", "-O3", "-march=native", "-o", exe, os.path.join(HERE, "blocked_loop.c")], check=True)
     return exe
-
-
-def best(fn, repeats=3):
-    t = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        t = min(t, time.perf_counter() - t0)
-    return t
 
 
 def bloomdb_run(n: int, bpk: float) -> dict:
@@ -52,10 +42,10 @@ def bloomdb_run(n: int, bpk: float) -> dict:
         holder["f"] = f = filters.create(f"blocked:{bpk:g}", capacity=n)
         f.add_many(keys)
 
-    add = best(build)
+    add = best_of(build, 3)
     f = holder["f"]
-    q = best(lambda: f.might_contain_many(keys))
-    a = best(lambda: f.might_contain_many(absent))
+    q = best_of(lambda: f.might_contain_many(keys), 3)
+    a = best_of(lambda: f.might_contain_many(absent), 3)
     return {"keys": n, "add_ns": add / n * 1e9, "query_present_ns": q / n * 1e9, "query_absent_ns": a / n * 1e9,
             "fpr": float(f.might_contain_many(absent).mean()), "filter": f}
 
