@@ -47,7 +47,8 @@ from ._kernels import (
     xxh3_64_bytes,
     xxh3_64_bytes_0to16,
     xxh3_64_bytes_17to128,
-    xxh3_64_bytes_129plus,
+    xxh3_64_bytes_129to240,
+    xxh3_64_bytes_241plus,
     xxh3_64_u64,
     xxh64_batch_bytes,
     xxh64_batch_ints,
@@ -69,7 +70,8 @@ __all__ = [
     "xxh3_64_bytes",
     "xxh3_64_bytes_0to16",
     "xxh3_64_bytes_17to128",
-    "xxh3_64_bytes_129plus",
+    "xxh3_64_bytes_129to240",
+    "xxh3_64_bytes_241plus",
     "xxh64_u64",
     "xxh64_bytes",
     "xxh3_64_batch_ints",
@@ -263,7 +265,8 @@ def warmup() -> None:
     xxh3_64_bytes(data, 0, 300)
     xxh3_64_bytes_0to16(data, 0, 16)
     xxh3_64_bytes_17to128(data, 0, 100)
-    xxh3_64_bytes_129plus(data, 0, 300)
+    xxh3_64_bytes_129to240(data, 0, 200)
+    xxh3_64_bytes_241plus(data, 0, 300)
     xxh64_bytes(data, 0, 300, seed)
     xxh3_64_batch_ints(ints, out)
     xxh64_batch_ints(ints, seed, out)
