@@ -139,6 +139,15 @@ def available() -> list[FamilyInfo]:
     ]
 
 
+def __getattr__(name: str) -> Any:
+    """Family classes by class name: ``bloomdb.filters.BlockedBloom`` and friends."""
+    _load()
+    for cls in _by_name.values():
+        if cls.__name__ == name:
+            return cls
+    raise AttributeError(f"module 'bloomdb.filters' has no attribute {name!r}")
+
+
 __all__ = [
     "Filter",
     "HashedFilter",
