@@ -9,6 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bloomdb import errors, filters, parquet
 from bloomdb.filters import _sbbf_kernels as K
@@ -217,3 +219,30 @@ def test_header_parser():
         parquet.parse_bloom_filter_header(good[:5])
     with pytest.raises(errors.CorruptionError):
         parquet.parse_bloom_filter_header(_header(100))
+
+
+_COLUMN_TYPES = {
+    "i32": (pa.int32(), st.integers(-(2**31), 2**31 - 1)),
+    "i64": (pa.int64(), st.integers(-(2**63), 2**63 - 1)),
+    "f32": (pa.float32(), st.floats(width=32, allow_nan=False)),
+    "f64": (pa.float64(), st.floats(allow_nan=False)),
+    "s": (pa.string(), st.text(max_size=12)),
+    "b": (pa.binary(), st.binary(max_size=12)),
+    "fixed": (pa.binary(3), st.binary(min_size=3, max_size=3)),
+}
+
+
+@settings(max_examples=25)
+@given(data=st.data())
+def test_property_written_values_are_never_excluded(tmp_path_factory, data):
+    """Whatever pyarrow writes with Bloom filters, every written value passes its row group's filter."""
+    name = data.draw(st.sampled_from(sorted(_COLUMN_TYPES)))
+    typ, values_st = _COLUMN_TYPES[name]
+    values = data.draw(st.lists(values_st, min_size=1, max_size=60))
+    path = tmp_path_factory.mktemp("prop") / "p.parquet"
+    rows = max(1, len(values) // 3)
+    pq.write_table(pa.table({"c": pa.array(values, type=typ)}), path, row_group_size=rows,
+                   bloom_filter_options={"c": {"ndv": rows, "fpp": 0.05}})
+    res = parquet.row_groups_that_may_contain(path, "c", pa.array(values, type=typ) if name in ("i32", "f32") else values)
+    group = np.arange(len(values)) // rows
+    assert res[np.arange(len(values)), group].all()
