@@ -65,6 +65,15 @@ def test_sizing():
         SplitBlockBloom(capacity=10, fpr=0.01, bits_per_key=10)
     with pytest.raises(errors.InvalidArgument):
         SplitBlockBloom.from_parquet_bitset(b"\0" * 33)
+    for fpr in (0.0, 1.0, -0.1, float("nan")):
+        with pytest.raises(errors.InvalidArgument):
+            SplitBlockBloom(capacity=10, fpr=fpr)
+    for cap in (0, -5, 1.5, None):
+        with pytest.raises(errors.InvalidArgument):
+            filters.create("sbbf:10", capacity=cap)
+    for bpk in ("nan", "-1", "0", "abc"):
+        with pytest.raises(errors.InvalidArgument):
+            filters.create(f"sbbf:{bpk}", capacity=10)
 
 
 def test_spec_fpr_example():
