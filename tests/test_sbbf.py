@@ -255,3 +255,29 @@ def test_property_written_values_are_never_excluded(tmp_path_factory, data):
     res = parquet.row_groups_that_may_contain(path, "c", pa.array(values, type=typ) if name in ("i32", "f32") else values)
     group = np.arange(len(values)) // rows
     assert res[np.arange(len(values)), group].all()
+
+
+def test_filter_without_bloom_filter_length(probes, tmp_path):
+    """Writers before parquet-format 2.10 leave bloom_filter_length unset: the header says the size."""
+    from conftest import VECTORS
+
+    from bloomdb.parquet import _read_bitset
+
+    path = VECTORS / "parquet" / "arrow_sbbf.parquet"
+    chunk = probes["files"][1]["columns"][0]["chunks"][0]
+    assert probes["files"][1]["file"] == "arrow_sbbf.parquet"
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        with_len = _read_bitset(fh, chunk["bloom_filter_offset"], chunk["bloom_filter_length"], size, str(path))
+        without = _read_bitset(fh, chunk["bloom_filter_offset"], None, size, str(path))
+        assert np.array_equal(with_len, without) and without.nbytes == chunk["bloom_filter_length"] - 16
+        with pytest.raises(errors.CorruptionError):
+            _read_bitset(fh, chunk["bloom_filter_offset"], chunk["bloom_filter_length"] + 32, size, str(path))
+        with pytest.raises(errors.CorruptionError):
+            _read_bitset(fh, size + 10, None, size, str(path))
+    # a truncated file: the bitset runs past the end
+    cut = tmp_path / "cut.parquet"
+    cut.write_bytes(path.read_bytes()[: chunk["bloom_filter_offset"] + 100])
+    with open(cut, "rb") as fh:
+        with pytest.raises(errors.CorruptionError):
+            _read_bitset(fh, chunk["bloom_filter_offset"], None, cut.stat().st_size, str(cut))
