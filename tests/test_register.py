@@ -179,3 +179,20 @@ def test_filter_bench_cli_families(capsys):
     out = capsys.readouterr().out
     for spec in ("register:4:8", "register:4:12", "sbbf:8", "sbbf:12", "leveldb:8", "leveldb:12"):
         assert spec in out
+
+
+def test_fixed_size_filter_round_trips_without_capacity(tmp_path):
+    import pickle
+
+    f = filters.create("register:3", size_bytes=1000)
+    f.add_many([f"k{i}" for i in range(500)])
+    assert f.capacity == 500  # no capacity given: the keys added so far
+    for g in (filters.from_bytes(f.to_bytes()), pickle.loads(pickle.dumps(f)), f.copy()):
+        assert g == f and g.num_probes == 3 and g.size_bytes == 1000 and g.capacity == 500
+        assert g.might_contain_many([f"k{i}" for i in range(500)]).all()
+    f.save(tmp_path / "r.blm")
+    assert filters.open(tmp_path / "r.blm") == f
+    u = f | filters.create("register:3", size_bytes=1000)
+    assert u == f
+    with pytest.raises(errors.IncompatibleFilters):
+        f | filters.create("register:2", size_bytes=1000)
