@@ -10,9 +10,9 @@ physical types (INT32 = 4 bytes, FLOAT, DOUBLE) are hashed by :mod:`bloomdb.parq
 Sizing: ``fpr=`` follows the spec's recipe (Arrow's ``OptimalNumOfBytes``: ``-8 n / ln(1 -
 p^(1/8))`` bits, at least 32 bytes, next power of two, at most 128 MiB); ``bits_per_key`` (the
 number in ``"sbbf:10"``) gives whole 32-byte blocks, so a bits/key sweep measures what it says;
-``num_bytes=`` sets it directly. The spec allows any number of blocks, but Parquet writers all use
-powers of two (and Arrow C++ rounds a reader's ``numBytes`` up to one): put only power-of-two
-filters (``fpr=`` sizing) into Parquet files.
+``num_bytes=`` sets it directly. The spec allows any number of blocks, but Parquet writers use
+powers of two (Arrow C++ also rounds the size it is asked for up to one, 32 B .. 128 MiB), so
+other readers may assume it: put only power-of-two filters (``fpr=`` sizing) into Parquet files.
 ``to_parquet_bitset`` / ``from_parquet_bitset`` move the raw bitset in and out of Parquet.
 
 Cost: one 32-byte block per value (one cache miss at most), eight bit tests.
