@@ -1,0 +1,187 @@
+"""Kernels of the ``paired`` filter: Speedb's paired blocked Bloom bit layout.
+
+The filter is ``num_blocks`` 512-bit blocks (16 little-endian uint32 words each) in batches of
+``B`` blocks (``B`` = 32 in current Speedb, 128 in its first version). The low ``idx_bits =
+log2(B)`` bits of each block's word 0 hold the in-batch index of its partner block; bits
+``idx_bits..511`` are Bloom bits (``bloom_bits = 512 - idx_bits``).
+
+For a key with 64-bit hash ``h``: the primary block is ``(lower32(h) * num_blocks) >> 32``; its
+partner is the block of the same batch whose index is stored in the primary. The key sets k/2
+bits in each of the two: probe set 0 in whichever has the smaller in-batch index, set 1 in the
+other. Probe ``j`` uses ``g_j = upper32(h) * 0x9e3779b9^j mod 2^32``; set 0 takes bit
+``g_j >> 23``, set 1 bit ``(g_j >> 14) & 511``; a bit below ``idx_bits`` (it would hit the pair
+index) is remapped into ``[idx_bits, 512)`` by ``idx_bits + (bloom_bits * x) >> 23`` with ``x``
+the low 23 bits of ``g_j`` (set 0) or its high 23 bits (set 1).
+
+The builder histograms keys per block, sorts each batch's blocks by load (stable) and pairs the
+lightest with the heaviest, the second lightest with the second heaviest and so on, so that every
+pair carries close to twice the mean load. Queries read the partner index from the primary block
+(a dependent load), so batch kernels run a three-stage pipeline: hash and prefetch the primary
+``2*D`` keys ahead, read the partner index and prefetch the partner ``D`` keys ahead, check.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .._intrinsics import prefetch
+from ..hashing._kernels import xxh3_64_u64
+
+#: Pipeline distance (keys) between stages; the ring holds 4*D entries.
+D = 8
+_RING = 32
+_M32 = 0xFFFFFFFF
+
+
+@njit(cache=True, nogil=True)
+def primary_block(h, num_blocks):
+    """Block of hash ``h``: FastRange32 of its low half over ``num_blocks``."""
+    return ((h & np.uint64(_M32)) * num_blocks) >> np.uint64(32)
+
+
+@njit(cache=True, nogil=True)
+def _pos0(g, idx_bits, bloom_bits):
+    p = g >> np.uint64(23)
+    if p < idx_bits:
+        p = idx_bits + (((bloom_bits * (g & np.uint64(0x7FFFFF))) & np.uint64(_M32)) >> np.uint64(23))
+    return p
+
+
+@njit(cache=True, nogil=True)
+def _pos1(g, idx_bits, bloom_bits):
+    p = (g & np.uint64(0x007FC000)) >> np.uint64(14)
+    if p < idx_bits:
+        p = idx_bits + (((bloom_bits * (g >> np.uint64(9))) & np.uint64(_M32)) >> np.uint64(23))
+    return p
+
+
+@njit(cache=True, nogil=True)
+def set_pair(w32, b0, b1, g, half_k, idx_bits, bloom_bits):
+    """Set probe set 0 of ``g`` in block ``b0`` and probe set 1 in block ``b1``."""
+    base0 = b0 * np.uint64(16)
+    base1 = b1 * np.uint64(16)
+    for _ in range(half_k):
+        p = _pos0(g, idx_bits, bloom_bits)
+        w32[base0 + (p >> np.uint64(5))] |= np.uint32(1) << np.uint32(p & np.uint64(31))
+        p = _pos1(g, idx_bits, bloom_bits)
+        w32[base1 + (p >> np.uint64(5))] |= np.uint32(1) << np.uint32(p & np.uint64(31))
+        g = (g * np.uint64(0x9E3779B9)) & np.uint64(_M32)
+
+
+@njit(cache=True, nogil=True)
+def check_pair(w32, b0, b1, g, half_k, idx_bits, bloom_bits):
+    """True when probe set 0 of ``g`` is all set in ``b0`` and set 1 in ``b1`` (branch-free)."""
+    base0 = b0 * np.uint64(16)
+    base1 = b1 * np.uint64(16)
+    ok = True
+    for _ in range(half_k):
+        p = _pos0(g, idx_bits, bloom_bits)
+        ok &= ((w32[base0 + (p >> np.uint64(5))] >> np.uint32(p & np.uint64(31))) & np.uint32(1)) != 0
+        p = _pos1(g, idx_bits, bloom_bits)
+        ok &= ((w32[base1 + (p >> np.uint64(5))] >> np.uint32(p & np.uint64(31))) & np.uint32(1)) != 0
+        g = (g * np.uint64(0x9E3779B9)) & np.uint64(_M32)
+    return ok
+
+
+@njit(cache=True, nogil=True)
+def partner_of(w32, block, batch_blocks):
+    """The partner of ``block`` as stored in its pair-index bits."""
+    start = (block // batch_blocks) * batch_blocks
+    return start + (np.uint64(w32[block * np.uint64(16)]) & (batch_blocks - np.uint64(1)))
+
+
+@njit(cache=True, nogil=True)
+def check_hash(w32, num_blocks, batch_blocks, half_k, idx_bits, bloom_bits, h):
+    """``might_contain`` for one hash (engines that probe many filters with one key call this)."""
+    a = primary_block(h, num_blocks)
+    b = partner_of(w32, a, batch_blocks)
+    g = h >> np.uint64(32)
+    if (a % batch_blocks) < (b % batch_blocks):
+        return check_pair(w32, a, b, g, half_k, idx_bits, bloom_bits)
+    return check_pair(w32, b, a, g, half_k, idx_bits, bloom_bits)
+
+
+@njit(cache=True, nogil=True)
+def build(w32, num_blocks, batch_blocks, half_k, idx_bits, bloom_bits, hashes):
+    """Pair the blocks of every batch by load and set every key's bits (``w32`` starts zeroed)."""
+    n = hashes.shape[0]
+    nb = np.int64(num_blocks)
+    B = np.int64(batch_blocks)
+    counts = np.zeros(nb, np.int64)
+    prim = np.empty(n, np.uint32)
+    for i in range(n):
+        a = primary_block(hashes[i], num_blocks)
+        prim[i] = np.uint32(a)
+        counts[a] += 1
+    # pair lightest with heaviest inside each batch (stable insertion sort by load)
+    partner = np.empty(nb, np.int64)
+    order = np.empty(B, np.int64)
+    for start in range(0, nb, B):
+        for j in range(B):
+            c = counts[start + j]
+            t = j
+            while t > 0 and counts[start + order[t - 1]] > c:
+                order[t] = order[t - 1]
+                t -= 1
+            order[t] = j
+        for j in range(B // 2):
+            lo = order[j]
+            hi = order[B - 1 - j]
+            partner[start + lo] = start + hi
+            partner[start + hi] = start + lo
+            w32[(start + lo) * 16] |= np.uint32(hi)
+            w32[(start + hi) * 16] |= np.uint32(lo)
+    # set bits, prefetching both lines D keys ahead
+    for i in range(n):
+        if i + D < n:
+            pa = np.int64(prim[i + D])
+            prefetch(w32, pa * 16)
+            prefetch(w32, partner[pa] * 16)
+        a = np.int64(prim[i])
+        b = partner[a]
+        g = hashes[i] >> np.uint64(32)
+        if (a % B) < (b % B):
+            set_pair(w32, np.uint64(a), np.uint64(b), g, half_k, idx_bits, bloom_bits)
+        else:
+            set_pair(w32, np.uint64(b), np.uint64(a), g, half_k, idx_bits, bloom_bits)
+
+
+@njit(cache=True, nogil=True)
+def _query(w32, num_blocks, batch_blocks, half_k, idx_bits, bloom_bits, keys, out, hashed):
+    """Three-stage pipeline over hashes (``hashed``) or integer keys (hashed here, fused)."""
+    n = keys.shape[0]
+    mask = _RING - 1
+    r_a = np.empty(_RING, np.uint64)
+    r_b = np.empty(_RING, np.uint64)
+    r_g = np.empty(_RING, np.uint64)
+    for t in range(-2 * D, n):
+        s1 = t + 2 * D
+        if s1 < n:
+            h = keys[s1] if hashed else xxh3_64_u64(keys[s1])
+            a = primary_block(h, num_blocks)
+            r_a[s1 & mask] = a
+            r_g[s1 & mask] = h >> np.uint64(32)
+            prefetch(w32, a * np.uint64(16))
+        s2 = t + D
+        if s2 >= 0 and s2 < n:
+            b = partner_of(w32, r_a[s2 & mask], batch_blocks)
+            r_b[s2 & mask] = b
+            prefetch(w32, b * np.uint64(16))
+        if t >= 0:
+            a = r_a[t & mask]
+            b = r_b[t & mask]
+            if (a % batch_blocks) < (b % batch_blocks):
+                out[t] = check_pair(w32, a, b, r_g[t & mask], half_k, idx_bits, bloom_bits)
+            else:
+                out[t] = check_pair(w32, b, a, r_g[t & mask], half_k, idx_bits, bloom_bits)
+
+
+@njit(cache=True, nogil=True)
+def query_hashes(w32, num_blocks, batch_blocks, half_k, idx_bits, bloom_bits, hashes, out):
+    _query(w32, num_blocks, batch_blocks, half_k, idx_bits, bloom_bits, hashes, out, True)
+
+
+@njit(cache=True, nogil=True)
+def query_ints(w32, num_blocks, batch_blocks, half_k, idx_bits, bloom_bits, ints, out):
+    _query(w32, num_blocks, batch_blocks, half_k, idx_bits, bloom_bits, ints, out, False)
