@@ -139,12 +139,10 @@ class RibbonFilter(StaticHashedFilter):
         buf = fmt.aligned_zeros(segments * 16)
         seed = 0
         if n:
-            c_lo = np.zeros(num_slots, np.uint64)
-            c_hi = np.zeros(num_slots, np.uint64)
-            res = np.zeros(num_slots, np.uint32)
+            bands = np.zeros(3 * num_slots, np.uint64)
             num_starts = np.uint64(num_slots - 127)
             while True:
-                if K.band(h, np.uint32(seed), num_starts, c_lo, c_hi, res) < 0:
+                if K.band(h, np.uint32(seed), num_starts, bands) < 0:
                     break
                 seed += 1
                 if seed >= max_seeds:
@@ -152,10 +150,8 @@ class RibbonFilter(StaticHashedFilter):
                         f"ribbon: banding {n} keys into {num_slots} slots failed for all {max_seeds} seeds "
                         f"({num_slots / n:.4f} slots/key; the default is {default_slots_per_key(n):.4f})"
                     )
-                c_lo.fill(0)
-                c_hi.fill(0)
-                res.fill(0)
-            K.back_substitute(c_lo, c_hi, res, num_blocks, upper_cols, usb, buf.view(np.uint64))
+                bands.fill(0)
+            K.back_substitute(bands, num_blocks, upper_cols, usb, buf.view(np.uint64))
         self = cls.__new__(cls)
         self._init(n, num_slots, upper_cols, usb, seed, millibits, one_in, buf)
         return self
