@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     print("(ns per key; q+ = present keys, q- = absent keys; JIT compile time measured apart)")
     from ..bench.equal_fpr import speed_ratios
 
-    if len(results) > 1 and (ratios := speed_ratios(results)):
+    if not args.sweep and len(results) > 1 and (ratios := speed_ratios(results)):
         print(ratios)
     if args.json:
         with open(args.json, "w") as fh:

@@ -249,5 +249,19 @@ class RibbonFilter(StaticHashedFilter):
 
     @classmethod
     def bench_specs(cls, bits_per_key_values: list[float]) -> list[str]:
-        """``ribbon:N`` is Bloom-equivalent; sweep actual memory near the asked values (~0.7 N)."""
-        return [f"ribbon:{b:g}" for b in bits_per_key_values]
+        """Specs whose filters take about ``bits_per_key_values`` of actual memory (the number in
+        ``ribbon:N`` is Bloom-equivalent, so ``ribbon:10`` alone would take ~7 bits/key)."""
+        return [f"ribbon:{bloom_equivalent_for_bits(b):.2f}" for b in bits_per_key_values]
+
+
+def bloom_equivalent_for_bits(bits_per_key: float) -> float:
+    """The Bloom-equivalent N whose ``ribbon:N`` filter (1M keys) takes about ``bits_per_key``."""
+    target = RibbonFilter.expected_fpr(bits_per_key)
+    lo, hi = 1.0, 99.0
+    for _ in range(40):
+        mid = (lo + hi) / 2
+        if 1.0 / bloom_equivalent_one_in(mid) > target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
