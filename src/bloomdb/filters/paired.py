@@ -63,14 +63,15 @@ def paired_fpr(bits_per_key: float, k: int, batch_blocks: int = 32) -> float:
     paired lightest-with-heaviest; a pair holding ``m`` keys has every one of its two blocks hit
     by ``m * k/2`` uniform bit-sets over the Bloom bits, so a query passes with probability
     ``(1 - q^(m k/2))^k``, ``q = 1 - 1/bloom_bits``. The pair loads come from a fixed-seed draw
-    of 8192 batches (deterministic; ~1 ms): the order statistics have no simple closed form.
+    of 65,536 blocks (deterministic, ~0.3% sampling error, ~5 ms, cached): the order statistics
+    have no simple closed form.
     """
     if bits_per_key <= 0:
         return 1.0
     idx_bits = batch_blocks.bit_length() - 1
     q = 1.0 - 1.0 / (512 - idx_bits)
     rng = np.random.default_rng(20221214)
-    counts = np.sort(rng.poisson(512.0 / bits_per_key, size=(8192 * 32 // batch_blocks, batch_blocks)), axis=1)
+    counts = np.sort(rng.poisson(512.0 / bits_per_key, size=(65536 // batch_blocks, batch_blocks)), axis=1)
     half = batch_blocks // 2
     m = counts[:, :half] + counts[:, ::-1][:, :half]
     values, freq = np.unique(m, return_counts=True)
