@@ -16,8 +16,9 @@ the low 23 bits of ``g_j`` (set 0) or its high 23 bits (set 1).
 The builder histograms keys per block, sorts each batch's blocks by load (stable) and pairs the
 lightest with the heaviest, the second lightest with the second heaviest and so on, so that every
 pair carries close to twice the mean load. Queries read the partner index from the primary block
-(a dependent load), so batch kernels run a three-stage pipeline: hash and prefetch the primary
-``2*D`` keys ahead, read the partner index and prefetch the partner ``D`` keys ahead, check.
+(a dependent load), so batch kernels run a three-stage pipeline over groups of keys: hash and
+prefetch the primaries two groups ahead, read the partner indexes and prefetch the partners one
+group ahead, check the current group probe-major.
 """
 
 from __future__ import annotations
@@ -28,9 +29,8 @@ from numba import njit
 from .._intrinsics import prefetch
 from ..hashing._kernels import xxh3_64_u64
 
-#: Pipeline distance (keys) between stages; the ring holds 4*D entries.
-D = 8
-_RING = 32
+#: Keys per pipeline group (probed together, probe-major).
+GROUP = 8
 _M32 = 0xFFFFFFFF
 
 
@@ -103,6 +103,43 @@ def check_hash(w32, num_blocks, batch_blocks, half_k, idx_bits, bloom_bits, h):
 
 
 @njit(cache=True, nogil=True)
+def _group(w32, base0, base1, g, acc, m, half_k, idx_bits, bloom_bits, query):
+    """Set (or check into ``acc``) the probes of ``m`` keys probe-major: probe j of every key, then
+    probe j + 1 — ``m`` independent dependency chains for the CPU to overlap. 32-bit arithmetic;
+    the remap of positions below ``idx_bits`` is a branch-free select."""
+    idx = np.uint32(idx_bits)
+    bb = np.uint32(bloom_bits)
+    for _ in range(half_k):
+        for j in range(m):
+            x = g[j]
+            p0 = x >> np.uint32(23)
+            r0 = idx + ((bb * (x & np.uint32(0x7FFFFF))) >> np.uint32(23))
+            p0 = r0 if p0 < idx else p0
+            p1 = (x >> np.uint32(14)) & np.uint32(511)
+            r1 = idx + ((bb * (x >> np.uint32(9))) >> np.uint32(23))
+            p1 = r1 if p1 < idx else p1
+            i0 = base0[j] + np.uint64(p0 >> np.uint32(5))
+            i1 = base1[j] + np.uint64(p1 >> np.uint32(5))
+            if query:
+                acc[j] &= (w32[i0] >> (p0 & np.uint32(31))) & (w32[i1] >> (p1 & np.uint32(31)))
+            else:
+                w32[i0] |= np.uint32(1) << (p0 & np.uint32(31))
+                w32[i1] |= np.uint32(1) << (p1 & np.uint32(31))
+            g[j] = x * np.uint32(0x9E3779B9)
+
+
+@njit(cache=True, nogil=True)
+def _order(a, b, batch_blocks, base0, base1, j):
+    """Word offsets of the set-0 and set-1 blocks of a key with primary ``a`` and partner ``b``."""
+    if (a % batch_blocks) < (b % batch_blocks):
+        base0[j] = a * np.uint64(16)
+        base1[j] = b * np.uint64(16)
+    else:
+        base0[j] = b * np.uint64(16)
+        base1[j] = a * np.uint64(16)
+
+
+@njit(cache=True, nogil=True)
 def build(w32, num_blocks, batch_blocks, half_k, idx_bits, bloom_bits, hashes):
     """Pair the blocks of every batch by load and set every key's bits (``w32`` starts zeroed)."""
     n = hashes.shape[0]
@@ -115,7 +152,7 @@ def build(w32, num_blocks, batch_blocks, half_k, idx_bits, bloom_bits, hashes):
         prim[i] = np.uint32(a)
         counts[a] += 1
     # pair lightest with heaviest inside each batch (stable insertion sort by load)
-    partner = np.empty(nb, np.int64)
+    partner = np.empty(nb, np.uint64)
     order = np.empty(B, np.int64)
     for start in range(0, nb, B):
         for j in range(B):
@@ -132,49 +169,65 @@ def build(w32, num_blocks, batch_blocks, half_k, idx_bits, bloom_bits, hashes):
             partner[start + hi] = start + lo
             w32[(start + lo) * 16] |= np.uint32(hi)
             w32[(start + hi) * 16] |= np.uint32(lo)
-    # set bits, prefetching both lines D keys ahead
-    for i in range(n):
-        if i + D < n:
-            pa = np.int64(prim[i + D])
-            prefetch(w32, pa * 16)
-            prefetch(w32, partner[pa] * 16)
-        a = np.int64(prim[i])
-        b = partner[a]
-        g = hashes[i] >> np.uint64(32)
-        if (a % B) < (b % B):
-            set_pair(w32, np.uint64(a), np.uint64(b), g, half_k, idx_bits, bloom_bits)
-        else:
-            set_pair(w32, np.uint64(b), np.uint64(a), g, half_k, idx_bits, bloom_bits)
+    # set bits GROUP keys at a time, both lines of the group after next prefetched
+    base0 = np.empty(GROUP, np.uint64)
+    base1 = np.empty(GROUP, np.uint64)
+    g = np.empty(GROUP, np.uint32)
+    acc = np.empty(0, np.uint32)
+    for first in range(0, n, GROUP):
+        m = min(GROUP, n - first)
+        for i in range(first + 2 * GROUP, min(first + 3 * GROUP, n)):
+            a = np.uint64(prim[i])
+            prefetch(w32, a * np.uint64(16))
+            prefetch(w32, partner[a] * np.uint64(16))
+        for j in range(m):
+            a = np.uint64(prim[first + j])
+            _order(a, partner[a], batch_blocks, base0, base1, j)
+            g[j] = np.uint32(hashes[first + j] >> np.uint64(32))
+        _group(w32, base0, base1, g, acc, m, half_k, idx_bits, bloom_bits, False)
 
 
 @njit(cache=True, nogil=True)
 def _query(w32, num_blocks, batch_blocks, half_k, idx_bits, bloom_bits, keys, out, hashed):
-    """Three-stage pipeline over hashes (``hashed``) or integer keys (hashed here, fused)."""
+    """Three-stage pipeline over groups of ``GROUP`` keys (hashes, or integer keys hashed here):
+    group i+2 is hashed and its primary blocks prefetched, group i+1 reads its partners from
+    them and prefetches those, group i is checked probe-major."""
     n = keys.shape[0]
-    mask = _RING - 1
-    r_a = np.empty(_RING, np.uint64)
-    r_b = np.empty(_RING, np.uint64)
-    r_g = np.empty(_RING, np.uint64)
-    for t in range(-2 * D, n):
-        s1 = t + 2 * D
-        if s1 < n:
-            h = keys[s1] if hashed else xxh3_64_u64(keys[s1])
-            a = primary_block(h, num_blocks)
-            r_a[s1 & mask] = a
-            r_g[s1 & mask] = h >> np.uint64(32)
-            prefetch(w32, a * np.uint64(16))
-        s2 = t + D
-        if s2 >= 0 and s2 < n:
-            b = partner_of(w32, r_a[s2 & mask], batch_blocks)
-            r_b[s2 & mask] = b
-            prefetch(w32, b * np.uint64(16))
-        if t >= 0:
-            a = r_a[t & mask]
-            b = r_b[t & mask]
-            if (a % batch_blocks) < (b % batch_blocks):
-                out[t] = check_pair(w32, a, b, r_g[t & mask], half_k, idx_bits, bloom_bits)
-            else:
-                out[t] = check_pair(w32, b, a, r_g[t & mask], half_k, idx_bits, bloom_bits)
+    ng = (n + GROUP - 1) // GROUP
+    ring_a = np.empty(GROUP * 4, np.uint64)
+    ring_b = np.empty(GROUP * 4, np.uint64)
+    ring_g = np.empty(GROUP * 4, np.uint32)
+    base0 = np.empty(GROUP, np.uint64)
+    base1 = np.empty(GROUP, np.uint64)
+    g = np.empty(GROUP, np.uint32)
+    acc = np.empty(GROUP, np.uint32)
+    for gi in range(-2, ng):
+        s1 = gi + 2
+        if s1 < ng:
+            o = (s1 & 3) * GROUP
+            for j in range(min(GROUP, n - s1 * GROUP)):
+                h = keys[s1 * GROUP + j] if hashed else xxh3_64_u64(keys[s1 * GROUP + j])
+                a = primary_block(h, num_blocks)
+                ring_a[o + j] = a
+                ring_g[o + j] = np.uint32(h >> np.uint64(32))
+                prefetch(w32, a * np.uint64(16))
+        s2 = gi + 1
+        if s2 >= 0 and s2 < ng:
+            o = (s2 & 3) * GROUP
+            for j in range(min(GROUP, n - s2 * GROUP)):
+                b = partner_of(w32, ring_a[o + j], batch_blocks)
+                ring_b[o + j] = b
+                prefetch(w32, b * np.uint64(16))
+        if gi >= 0:
+            o = (gi & 3) * GROUP
+            m = min(GROUP, n - gi * GROUP)
+            for j in range(m):
+                _order(ring_a[o + j], ring_b[o + j], batch_blocks, base0, base1, j)
+                g[j] = ring_g[o + j]
+                acc[j] = np.uint32(1)
+            _group(w32, base0, base1, g, acc, m, half_k, idx_bits, bloom_bits, True)
+            for j in range(m):
+                out[gi * GROUP + j] = (acc[j] & np.uint32(1)) != np.uint32(0)
 
 
 @njit(cache=True, nogil=True)
