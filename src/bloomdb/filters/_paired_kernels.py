@@ -57,19 +57,6 @@ def _pos1(g, idx_bits, bloom_bits):
 
 
 @njit(cache=True, nogil=True)
-def set_pair(w32, b0, b1, g, half_k, idx_bits, bloom_bits):
-    """Set probe set 0 of ``g`` in block ``b0`` and probe set 1 in block ``b1``."""
-    base0 = b0 * np.uint64(16)
-    base1 = b1 * np.uint64(16)
-    for _ in range(half_k):
-        p = _pos0(g, idx_bits, bloom_bits)
-        w32[base0 + (p >> np.uint64(5))] |= np.uint32(1) << np.uint32(p & np.uint64(31))
-        p = _pos1(g, idx_bits, bloom_bits)
-        w32[base1 + (p >> np.uint64(5))] |= np.uint32(1) << np.uint32(p & np.uint64(31))
-        g = (g * np.uint64(0x9E3779B9)) & np.uint64(_M32)
-
-
-@njit(cache=True, nogil=True)
 def check_pair(w32, b0, b1, g, half_k, idx_bits, bloom_bits):
     """True when probe set 0 of ``g`` is all set in ``b0`` and set 1 in ``b1`` (branch-free)."""
     base0 = b0 * np.uint64(16)
