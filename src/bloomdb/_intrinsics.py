@@ -31,3 +31,19 @@ def prefetch(typingctx, arr, idx):
         return context.get_dummy_value()
 
     return sig, codegen
+
+
+@intrinsic
+def popcount64(typingctx, x):
+    """Number of set bits of a 64-bit unsigned integer (LLVM ``llvm.ctpop.i64``: one POPCNT)."""
+    if not isinstance(x, types.Integer) or x.bitwidth != 64:
+        return None
+    sig = types.uint64(x)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        fnty = ir.FunctionType(i64, [i64])
+        fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.ctpop.i64")
+        return builder.call(fn, [args[0]])
+
+    return sig, codegen

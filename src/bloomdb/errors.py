@@ -52,3 +52,7 @@ class NotFoundError(BloomDBError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable
         return str(self.args[0]) if self.args else ""
+
+
+class FilterBuildError(BloomDBError):
+    """A static filter could not be built from its keys (e.g. every Ribbon seed failed to band)."""

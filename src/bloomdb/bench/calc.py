@@ -60,7 +60,8 @@ def calculate(keys: int, fpr: float, size_bytes: int | None = None) -> list[Calc
             rows.append(CalcRow(info.name, 0, 0, bpk, 0, float("nan"), 0, str(exc)))
             continue
         bits = f.num_bits if f is not None else int(math.ceil(keys * bpk))
-        k = f.num_probes if f is not None else 0
+        # a static family's k comes from an empty build at the same bits/key
+        k = f.num_probes if f is not None else cls.build([], bits_per_key=bpk).num_probes
         model = (lambda n, bits=bits, k=k: cls.expected_fpr(bits / max(n, 1), k or None))
         fit = fm.keys_before_fpr(model, fpr, keys)
         rows.append(CalcRow(info.name, bits, -(-bits // 8), bits / keys, k, model(keys), fit))

@@ -22,6 +22,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--families", default=None, help="families for --sweep (default: all)")
     p.add_argument("--plot", metavar="FILE", help="draw FPR vs bits/key to FILE (png/svg/pdf)")
     p.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    p.add_argument(
+        "--equal-fpr", nargs="?", const="1e-2,1e-3,1e-4,1e-5", metavar="TARGETS",
+        help="memory at equal FP rate: bits/key each family (--families, default blocked,paired,ribbon) "
+        "needs for each target FP rate, found by bisection on measured FP rates (default 1e-2,1e-3,1e-4,1e-5)",
+    )
     p.add_argument("--allow-bad-fp-rate", action="store_true", help="do not fail when the measured FP rate is far above expected")
 
 
@@ -30,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
     from ..bench import filter_bench as fb
     from ..errors import BloomDBError
 
+    if args.equal_fpr:
+        return _run_equal_fpr(args)
     try:
         if args.sweep:
             fams = args.families.split(",") if args.families else None
@@ -50,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(fb.format_table(results))
     print("(ns per key; q+ = present keys, q- = absent keys; JIT compile time measured apart)")
+    from ..bench.equal_fpr import speed_ratios
+
+    if not args.sweep and len(results) > 1 and (ratios := speed_ratios(results)):
+        print(ratios)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump([r.as_dict() for r in results], fh, indent=1)
@@ -64,4 +75,26 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
         return 1
+    return 0
+
+
+def _run_equal_fpr(args: argparse.Namespace) -> int:
+    from ..bench import equal_fpr as ef
+    from ..errors import BloomDBError
+
+    try:
+        targets = [float(x) for x in args.equal_fpr.split(",")]
+        fams = args.families.split(",") if args.families else None
+        points = ef.equal_fpr(
+            fams, targets, n=args.keys, absent=args.absent, key_type=args.key_type,
+            progress=lambda p: print(f"  {p.target_fpr:g}: {p.spec} -> {p.bits_per_key:.2f} bits/key, FPR {p.fpr:.3e}",
+                                     file=sys.stderr, flush=True),
+        )
+    except (BloomDBError, ValueError) as exc:
+        print(f"filter-bench: {exc}", file=sys.stderr)
+        return 2
+    print(ef.format_table(points))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump([p.as_dict() for p in points], fh, indent=1)
     return 0

@@ -28,6 +28,8 @@ _FAMILY_MODULES = (
     "bloomdb.filters.register",
     "bloomdb.filters.leveldb",
     "bloomdb.filters.sbbf",
+    "bloomdb.filters.paired",
+    "bloomdb.filters.ribbon",
 )
 
 _by_name: dict[str, type[Filter]] = {}

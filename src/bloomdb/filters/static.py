@@ -1,0 +1,98 @@
+"""Shared behaviour of static filter families (built once from the whole key set).
+
+A static family (``paired``, ``ribbon``) is made by ``Family.build(keys, bits_per_key)`` or
+``filters.build("family:N", keys)``: the builder sees every key before it lays out a single bit
+(to balance blocks, or to solve a linear system). The result is read-only: ``add`` raises
+:class:`~bloomdb.errors.StaticFilterError`, and union is refused because OR-ing two such filters
+does not give a filter of the union (their layouts depend on their own keys). Readers work
+directly on the serialised bytes; no per-key state survives the build.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import keys as _keys
+from ..errors import StaticFilterError
+from ..hashing import hash_batch
+from .base import HashedFilter
+
+
+def hash_all(keys: Any) -> tuple[np.ndarray, bool]:
+    """``(hashes, all_ints)``: XXH3-64 of every key of any accepted batch form, in order.
+
+    Each key is hashed exactly once; the builders work on this array only. Cost: one kernel pass
+    per batch plus one concatenation when the input has several batches.
+    """
+    batches = _keys.to_batches(keys)
+    parts = [hash_batch(b) for b in batches if len(b)]
+    if not parts:
+        return np.zeros(0, np.uint64), True
+    h = parts[0] if len(parts) == 1 else np.concatenate(parts)
+    return np.ascontiguousarray(h, dtype=np.uint64), all(b.is_int for b in batches)
+
+
+class StaticHashedFilter(HashedFilter):
+    """A :class:`HashedFilter` that is built once from all keys and is read-only afterwards."""
+
+    static = True
+    #: The family's kernel module: ``query_hashes(*kernel_args, hashes, out)`` and
+    #: ``query_ints(*kernel_args, ints, out)`` (integer keys hashed inside, fused).
+    _kernels: Any = None
+    #: The payload array (set by the family's builder / ``_from_parts``).
+    _buf: np.ndarray
+
+    @property
+    def kernel_args(self) -> tuple:  # pragma: no cover - abstract
+        """The arguments the family's kernels take before the keys (engines probe with them)."""
+        raise NotImplementedError
+
+    def _payload(self) -> np.ndarray:
+        return self._buf
+
+    def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None:
+        self._kernels.query_hashes(*self.kernel_args, hashes, out)
+
+    def _query_ints(self, ints: np.ndarray, out: np.ndarray) -> None:
+        self._kernels.query_ints(*self.kernel_args, ints, out)
+
+    @property
+    def capacity(self) -> int:
+        """The number of keys built from (at least 1)."""
+        return max(1, self._count)
+
+    @classmethod
+    def from_spec(cls, arg: str | None, capacity: int | None = None, **kwargs: Any):
+        raise StaticFilterError(
+            f"{cls.family} is a static filter: build it from all keys with "
+            f"filters.build('{cls.family}:N', keys) or {cls.__name__}.build(keys, bits_per_key)"
+        )
+
+    @classmethod
+    def build(cls, keys: Any, bits_per_key: float | None = None, **kwargs: Any):
+        """Hash ``keys`` once and build the filter over them (see the family's ``build_hashes``)."""
+        hashes, _ = hash_all(keys)
+        if bits_per_key is not None:
+            kwargs["bits_per_key"] = bits_per_key
+        return cls.build_hashes(hashes, **kwargs)
+
+    @classmethod
+    def build_hashes(cls, hashes: np.ndarray, **kwargs: Any):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _check_mutable(self) -> None:
+        raise StaticFilterError(
+            f"{self.family} filters are static: every key must be given to "
+            f"{type(self).__name__}.build(); build a new filter to add keys"
+        )
+
+    def _add_hashes(self, hashes: np.ndarray) -> None:
+        self._check_mutable()
+
+    def _check_compatible(self, other) -> None:
+        raise StaticFilterError(
+            f"{self.family} filters are static and cannot be united: their layout depends on "
+            "their own keys; build one filter from both key sets instead"
+        )
