@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
             specs = []
             for item in args.impl.split(","):
                 item = item.strip()
-                # a family alone: its own spec at --bits-per-key (the number means k for register)
-                specs.append(item if ":" in item else filters.family(item).bench_specs([args.bits_per_key])[0])
+                # a family alone: its spec at --bits-per-key (register/cuckoo translate it themselves)
+                specs.append(item if ":" in item else filters.family(item).spec_for_bits_per_key(args.bits_per_key))
             results = [
                 fb.run_one(s, n=args.keys, key_type=args.key_type, absent=args.absent, repeats=args.repeats)
                 for s in specs

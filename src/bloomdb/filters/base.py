@@ -177,6 +177,15 @@ class Filter(ABC):
         return float("nan")
 
     @classmethod
+    def spec_for_bits_per_key(cls, bits_per_key: float) -> str:
+        """The spec of this family that ``filter-bench --impl FAMILY --bits-per-key B`` measures.
+
+        ``"family:B"`` by default; families whose spec number means something else (k, fingerprint
+        bits) override it with the spec that spends about ``B`` bits per key.
+        """
+        return f"{cls.family}:{bits_per_key:g}"
+
+    @classmethod
     def bench_specs(cls, bits_per_key_values: list[float]) -> list[str]:
         """Specs that sweep this family over ``bits_per_key_values`` (filter-bench --sweep)."""
         return [f"{cls.family}:{b:g}" for b in bits_per_key_values]

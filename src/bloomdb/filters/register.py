@@ -283,6 +283,10 @@ class RegisterBloom(HashedFilter):
         return min(range(1, 5), key=lambda k: fm.word_blocked_fpr_exact(32.0 / bits_per_key, k))
 
     @classmethod
+    def spec_for_bits_per_key(cls, bits_per_key: float) -> str:
+        return cls.bench_specs([bits_per_key])[0]
+
+    @classmethod
     def bench_specs(cls, bits_per_key_values: list[float]) -> list[str]:
         """``register:K:B`` for each bits/key B with its best k (sized by bits/key, not 256 KiB)."""
         return [f"register:{cls.best_k(b)}:{b:g}" for b in bits_per_key_values]
