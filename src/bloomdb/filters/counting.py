@@ -176,5 +176,6 @@ class CountingBloom(DeletableFilter):
 
         bits = fmt.aligned_empty(self._buf.nbytes)
         K.to_blocked_bits(self._buf, bits)
-        bits.flags.writeable = False
-        return BlockedBloom._from_parts(self._params(), bits, self._count)
+        f = BlockedBloom._from_parts(self._params(), bits, self._count)
+        f._readonly = True  # (a read-only numpy array would cost the kernels a second compilation)
+        return f
