@@ -93,25 +93,36 @@ def _check_one(buf, base, g, k):
 
 
 @njit(cache=True, nogil=True)
-def _remove_one(buf, base, g, k, scratch):
-    """Decrement the key's k counters; if any would go below zero, restore the line and say False.
+def _remove_one(buf, base, g, k):
+    """Decrement the key's k counters; if one would go below zero, undo and say False.
 
-    Works on a 64-byte copy of the line so a key whose probes repeat a counter is checked
-    against the counter's true multiplicity (a counter at 1 hit twice cannot hold that key).
+    Probes are applied one by one, so a key whose probes repeat a counter is checked against
+    the counter's multiplicity (a counter at 1 hit twice cannot hold that key); the undo
+    re-increments the probes already applied, newest first, which restores them exactly.
     """
-    for j in range(64):
-        scratch[j] = buf[base + j]
+    g0 = g
     done = 0
     while done < k:
         for p in range(8):
             if done + p < k:
-                if not _bump(scratch, np.uint64(0), _counter_pos(g, p), False):
+                if not _bump(buf, base, _counter_pos(g, p), False):
+                    _undo(buf, base, g0, done + p)
                     return False
         g = _step(g)
         done += 8
-    for j in range(64):
-        buf[base + j] = scratch[j]
     return True
+
+
+@njit(cache=True, nogil=True)
+def _undo(buf, base, g, applied):
+    """Re-increment the first ``applied`` probes of seed ``g`` (undoes a partial removal)."""
+    done = 0
+    while done < applied:
+        for p in range(8):
+            if done + p < applied:
+                _bump(buf, base, _counter_pos(g, p), True)
+        g = _step(g)
+        done += 8
 
 
 @njit(cache=True, nogil=True)
@@ -122,7 +133,6 @@ def _run(buf, num_lines, k, hashes, out, mode):
     the removals before it (see :func:`remove_hashes`).
     """
     n = hashes.shape[0]
-    scratch = np.empty(64, np.uint8)
     for i in range(min(AHEAD, n)):
         prefetch(buf, line_byte(hashes[i], num_lines))
     for i in range(n):
@@ -135,7 +145,7 @@ def _run(buf, num_lines, k, hashes, out, mode):
             _add_one(buf, base, g, k)
         elif mode == 1:
             out[i] = _check_one(buf, base, g, k)
-        elif not _remove_one(buf, base, g, k, scratch):
+        elif not _remove_one(buf, base, g, k):
             for j in range(i - 1, -1, -1):
                 hj = hashes[j]
                 _add_one(buf, line_byte(hj, num_lines), hj >> np.uint64(32), k)
