@@ -70,6 +70,7 @@ def _bump(buf, base, c, up):
 
 @njit(cache=True, nogil=True)
 def _add_one(buf, base, g, k):
+    """+1 on the first ``k`` probes of seed ``g`` (all of a key's, or those a removal applied)."""
     done = 0
     while done < k:
         for p in range(8):
@@ -98,7 +99,8 @@ def _remove_one(buf, base, g, k):
 
     Probes are applied one by one, so a key whose probes repeat a counter is checked against
     the counter's multiplicity (a counter at 1 hit twice cannot hold that key); the undo
-    re-increments the probes already applied, newest first, which restores them exactly.
+    re-increments the probes already applied, which restores them exactly (a decrement only
+    touches counters in 1..14, so the re-increment never meets a saturated one).
     """
     g0 = g
     done = 0
@@ -106,23 +108,11 @@ def _remove_one(buf, base, g, k):
         for p in range(8):
             if done + p < k:
                 if not _bump(buf, base, _counter_pos(g, p), False):
-                    _undo(buf, base, g0, done + p)
+                    _add_one(buf, base, g0, done + p)  # re-increment the probes applied
                     return False
         g = _step(g)
         done += 8
     return True
-
-
-@njit(cache=True, nogil=True)
-def _undo(buf, base, g, applied):
-    """Re-increment the first ``applied`` probes of seed ``g`` (undoes a partial removal)."""
-    done = 0
-    while done < applied:
-        for p in range(8):
-            if done + p < applied:
-                _bump(buf, base, _counter_pos(g, p), True)
-        g = _step(g)
-        done += 8
 
 
 @njit(cache=True, nogil=True)

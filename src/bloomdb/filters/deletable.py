@@ -2,7 +2,9 @@
 
 A family implements ``_remove_hashes(hashes) -> int``: remove every hash **all or nothing**,
 returning ``-1`` on success or the index of the first key that cannot be present (the filter is
-then exactly as before the call). ``count`` is the size of the multiset held: adds minus removes.
+then exactly as before the call). ``count`` is the size of the multiset held: adds minus removes
+(never below 0: a counting filter whose counters saturated lets a key be removed more often
+than it was added, and cannot tell).
 
 Removing a key that was never added is an error the filter can usually see (``NotFoundError``,
 a ``KeyError``). When such a key is a false positive (``might_contain`` says True) the filter
@@ -50,7 +52,7 @@ class DeletableFilter(HashedFilter):
 
         if self._remove_hashes(hash_batch(single_key_batch(key))) >= 0:
             raise NotFoundError(f"key {key!r} is not in this {self.family} filter")
-        self._count -= 1
+        self._count = max(0, self._count - 1)
 
     def remove_many(self, keys: Any) -> None:
         """Forget one copy of each key of the batch, **all or nothing**.
@@ -69,4 +71,4 @@ class DeletableFilter(HashedFilter):
             )
             exc.index = bad
             raise exc
-        self._count -= int(h.shape[0])
+        self._count = max(0, self._count - int(h.shape[0]))
