@@ -238,8 +238,9 @@ def test_cuckoo_parameters():
     assert CuckooFilter(capacity=100, fpr=0.05).fingerprint_bits == 8
     with pytest.raises(errors.InvalidArgument):
         CuckooFilter(capacity=100, fpr=1e-9)
-    assert num_buckets_for(1) == 2 and num_buckets_for(985_000) == 262_144
-    assert num_buckets_for(1_000_000) == 524_288  # 95.4% is above our 94% limit (reference: 96%)
+    assert num_buckets_for(1) == 2 and num_buckets_for(1_000_000) == 262_144  # 95.4% load
+    assert num_buckets_for(1_002_000) == 524_288  # 95.56%: above our 95.5% (reference: 96%)
+    assert num_buckets_for(61_000) == 16_384 and num_buckets_for(62_000) == 32_768  # 94% limit there
     assert num_buckets_for(8) == 4  # 100% of 2 buckets is above the small-table limit
 
 

@@ -53,7 +53,8 @@ class CountingBloom(DeletableFilter):
     family = "counting"
     family_version = 1
     example_spec = "counting:40"
-    spec_meaning = "bits of counter memory per key (4 per counter)"
+    #: bits of counter memory per key (4 per counter) = bits per key of the equivalent to_bloom()
+    spec_meaning = "bits per key"
 
     def __init__(self, capacity: int, bits_per_key: float | None = None, fpr: float | None = None):
         capacity = check_capacity(capacity)

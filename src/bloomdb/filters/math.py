@@ -160,6 +160,9 @@ def counting_fpr(bits_per_key: float, k: int) -> float:
     counters per key with lines of 128 counters (the counting filter is a ``blocked`` filter at
     "bits of counters / 4", with 128- instead of 512-position lines).
     """
+    if bits_per_key <= 128 * 4 / 700.0:
+        # > 700 keys per line: exp(-lambda) underflows in poisson_pmf_iter; every counter is set
+        return 1.0
     return line_blocked_fpr(bits_per_key / 4.0, k, line_bits=128)
 
 
