@@ -5,7 +5,7 @@
 is ``1 - (1 - 1/(2^f - 1))^(8 load)`` ≈ ``8 load / 2^f``: 3.1% / 0.195% / 0.012% for f = 8 / 12 / 16
 at full load. ``remove`` deletes one copy of the key's fingerprint.
 
-Sizing (as the reference implementation): ``num_buckets`` is the power of two at or above
+Sizing (like the reference implementation, with a lower load limit): ``num_buckets`` is the power of two at or above
 ``capacity / 4``, doubled if that would put the load at capacity above 95.5% (94% below 65,536
 buckets, 85% below 256; the reference uses 96%, see :func:`num_buckets_for`); so the load when
 ``capacity`` keys are held is at most 95.5% and at least about half that (1,000,000 keys: 2^18
