@@ -30,6 +30,8 @@ _FAMILY_MODULES = (
     "bloomdb.filters.sbbf",
     "bloomdb.filters.paired",
     "bloomdb.filters.ribbon",
+    "bloomdb.filters.counting",
+    "bloomdb.filters.cuckoo",
 )
 
 _by_name: dict[str, type[Filter]] = {}

@@ -176,3 +176,21 @@ def word_blocked_fpr_exact(keys_per_word: float, k: int, word_bits: int = 32) ->
             draws += 1
         total += p * sum(q * (x / w) ** k for x, q in enumerate(dist))
     return total
+# ---- counting Bloom (4-bit counters, 128 counters per 64-byte line) ---------------------
+
+def counting_fpr(bits_per_key: float, k: int) -> float:
+    """FP of the ``counting`` filter at ``bits_per_key`` bits of counter memory per key.
+
+    A 4-bit counter answers like one bit, so this is the line-blocked FP at ``bits_per_key / 4``
+    counters per key with lines of 128 counters (the counting filter is a ``blocked`` filter at
+    "bits of counters / 4", with 128- instead of 512-position lines).
+    """
+    if bits_per_key <= 128 * 4 / 700.0:
+        # > 700 keys per line: exp(-lambda) underflows in poisson_pmf_iter; every counter is set
+        return 1.0
+    return line_blocked_fpr(bits_per_key / 4.0, k, line_bits=128)
+
+
+def counting_num_probes(bits_per_key: float) -> int:
+    """The k in 1..24 minimising :func:`counting_fpr` (about 0.6 x counters per key at 10)."""
+    return min(range(1, 25), key=lambda k: counting_fpr(bits_per_key, k))

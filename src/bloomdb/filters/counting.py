@@ -1,0 +1,182 @@
+"""``counting``: a cache-line blocked counting Bloom filter with 4-bit counters — it can forget.
+
+Layout: ``num_lines`` lines of 64 bytes, each 128 four-bit counters (two per byte, the even
+counter in the low nibble). A key touches one line, chosen and probed exactly like ``blocked``
+(see :mod:`._counting_kernels`); ``add`` increments its k counters, ``remove`` decrements them.
+A counter saturates at 15 and is then frozen (never decremented), so no present key can lose a
+counter; :meth:`CountingBloom.stats` reports how many are saturated (at the optimal load a
+counter holds Poisson(~0.6) keys, so saturation needs pathological duplicate counts).
+
+Spec number: **bits of counter memory per key** (``counting:40`` = 10 counters of 4 bits per
+key, the memory of ``blocked:40``). A counter answers like one bit, so the FP rate is that of a
+line-blocked Bloom filter at bits/4 bits per key with 128-position lines — ``counting:40`` is
+about 1.3% (``blocked:10``: 0.96%). :meth:`CountingBloom.to_bloom` turns it into the
+equivalent read-only ``blocked`` filter (same lines, same k, same answers, same bytes).
+
+Cost: one cache miss per key at most; batch kernels prefetch lines ahead.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidArgument
+from . import _counting_kernels as K
+from . import format as fmt
+from . import math as fm
+from . import register
+from .base import check_bits_per_key, check_capacity, check_fpr
+from .deletable import DeletableFilter
+
+# capacity, num_lines, k, millibits (of counter memory) per key: the layout of blocked's params,
+# so to_bloom() hands its parameter block over unchanged.
+_PARAMS = struct.Struct("<QQBI")
+_MAX_LINES = (1 << 32) - 1
+
+
+def millibits_for_fpr(fpr: float) -> int:
+    """Smallest counter-memory millibits/key (0.04-bit steps) whose expected FP is at most ``fpr``."""
+    for mb in range(4000, 400_001, 40):
+        b = mb / 1000.0
+        if fm.counting_fpr(b, fm.counting_num_probes(b)) <= fpr:
+            return mb
+    return 400_000
+
+
+@register
+class CountingBloom(DeletableFilter):
+    """Counting Bloom: 4-bit saturating counters, one cache line per key, remove() and to_bloom()."""
+
+    family = "counting"
+    family_version = 1
+    example_spec = "counting:40"
+    #: bits of counter memory per key (4 per counter) = bits per key of the equivalent to_bloom()
+    spec_meaning = "bits per key"
+
+    def __init__(self, capacity: int, bits_per_key: float | None = None, fpr: float | None = None):
+        capacity = check_capacity(capacity)
+        if fpr is not None and bits_per_key is not None:
+            raise InvalidArgument("give bits_per_key or fpr, not both")
+        if fpr is not None:
+            millibits = millibits_for_fpr(check_fpr(fpr))
+        else:
+            bpk = check_bits_per_key(40.0 if bits_per_key is None else bits_per_key, high=4000.0)
+            millibits = max(4000, int(bpk * 1000.0 + 0.5))
+        nbytes = -(-(capacity * millibits) // 8000)
+        num_lines = max(1, -(-nbytes // 64))
+        if num_lines > _MAX_LINES:
+            raise InvalidArgument(f"counting filter of {num_lines} lines exceeds 2^32 lines (256 GiB)")
+        k = fm.counting_num_probes(millibits / 1000.0)
+        self._init(capacity, num_lines, k, millibits, fmt.aligned_zeros(num_lines * 64), 0)
+
+    def _init(self, capacity, num_lines, k, millibits, buf, count):
+        self._capacity = capacity
+        self._lines = num_lines
+        self._k = k
+        self._millibits = millibits
+        self._buf = buf
+        self._count = count
+        self._readonly = not buf.flags.writeable
+
+    # envelope
+    def _params(self) -> bytes:
+        return _PARAMS.pack(self._capacity, self._lines, self._k, self._millibits)
+
+    @classmethod
+    def _from_parts(cls, params: bytes, payload: np.ndarray, count: int) -> "CountingBloom":
+        capacity, lines, k, millibits = _PARAMS.unpack(params)
+        if lines == 0 or lines > _MAX_LINES or payload.nbytes != lines * 64 or not 1 <= k <= 24:
+            raise ValueError(f"inconsistent counting filter: lines={lines} k={k} payload={payload.nbytes}")
+        self = cls.__new__(cls)
+        self._init(capacity, lines, k, millibits, payload, count)
+        return self
+
+    def _payload(self) -> np.ndarray:
+        return self._buf
+
+    # kernels
+    def _add_hashes(self, hashes: np.ndarray) -> None:
+        K.add_hashes(self._buf, np.uint64(self._lines), self._k, hashes)
+
+    def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None:
+        K.query_hashes(self._buf, np.uint64(self._lines), self._k, hashes, out)
+
+    def _remove_hashes(self, hashes: np.ndarray) -> int:
+        if hashes.shape[0] == 0:
+            return -1
+        return int(K.remove_hashes(self._buf, np.uint64(self._lines), self._k, hashes))
+
+    def _union_into(self, other: "CountingBloom") -> None:
+        """Add ``other``'s counters into ours, saturating at 15."""
+        K.add_counters(self._buf, other._buf)
+
+    # facts
+    @property
+    def num_lines(self) -> int:
+        return self._lines
+
+    @property
+    def num_counters(self) -> int:
+        return self._lines * 128
+
+    @property
+    def num_bits(self) -> int:
+        """Bits of counter memory (4 per counter)."""
+        return self._lines * 512
+
+    @property
+    def num_probes(self) -> int:
+        return self._k
+
+    def fill_ratio(self) -> float:
+        """Fraction of counters that are non-zero (= the fill ratio of :meth:`to_bloom`)."""
+        return int(K.counter_stats(self._buf)[0]) / self.num_counters
+
+    def saturated_counters(self) -> int:
+        """Counters stuck at 15 (never decremented again). Cost: one pass over the counters."""
+        return int(K.counter_stats(self._buf)[1])
+
+    def stats(self) -> dict[str, Any]:
+        nonzero, saturated = K.counter_stats(self._buf)
+        s = super().stats()
+        s.update(num_counters=self.num_counters, nonzero_counters=int(nonzero),
+                 saturated_counters=int(saturated))
+        return s
+
+    def estimated_fpr(self) -> float:
+        """Line-blocked FP at the current counters per key, combined with 64-bit hash collisions."""
+        if self._count <= 0:
+            return 0.0
+        return fm.independent_fpr(
+            fm.counting_fpr(self.num_bits / self._count, self._k),
+            fm.fingerprint_fpr(self._count, 64),
+        )
+
+    @classmethod
+    def expected_fpr(cls, bits_per_key: float, num_probes: int | None = None) -> float:
+        """FP at ``bits_per_key`` bits of counter memory per key: blocked at bits/4, 128-counter lines."""
+        if num_probes is None:
+            num_probes = fm.counting_num_probes(bits_per_key)
+        return fm.counting_fpr(bits_per_key, num_probes)
+
+    @classmethod
+    def bench_specs(cls, bits_per_key_values: list[float]) -> list[str]:
+        """``counting:4b`` for each b: the counters per key of ``blocked:b`` (4x its memory)."""
+        return [f"{cls.family}:{4 * b:g}" for b in bits_per_key_values]
+
+    def to_bloom(self):
+        """The equivalent read-only ``blocked`` filter: same lines and k, bit set where counter > 0.
+
+        Answers exactly like this filter (bit ``b`` of a line <-> counter ``b >> 2``), is the same
+        size, and compresses well (each nibble is 0 or 0xF). Cost: one pass over the counters.
+        """
+        from .blocked import BlockedBloom
+
+        bits = fmt.aligned_empty(self._buf.nbytes)
+        K.to_blocked_bits(self._buf, bits)
+        f = BlockedBloom._from_parts(self._params(), bits, self._count)
+        f._readonly = True  # (a read-only numpy array would cost the kernels a second compilation)
+        return f
