@@ -26,6 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .. import filters
     from ..bench import filter_bench as fb
     from ..errors import BloomDBError
 
@@ -38,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
             specs = []
             for item in args.impl.split(","):
                 item = item.strip()
-                specs.append(item if ":" in item else f"{item}:{args.bits_per_key:g}")
+                # a family alone: its own spec at --bits-per-key (the number means k for register)
+                specs.append(item if ":" in item else filters.family(item).bench_specs([args.bits_per_key])[0])
             results = [
                 fb.run_one(s, n=args.keys, key_type=args.key_type, absent=args.absent, repeats=args.repeats)
                 for s in specs

@@ -25,6 +25,8 @@ from .base import Filter, HashedFilter, open_path
 _FAMILY_MODULES = (
     "bloomdb.filters.standard",
     "bloomdb.filters.blocked",
+    "bloomdb.filters.register",
+    "bloomdb.filters.leveldb",
 )
 
 _by_name: dict[str, type[Filter]] = {}
