@@ -40,13 +40,16 @@ def pack(deltas, width, out):
 
 @njit(cache=True, nogil=True)
 def _get(words, w, mask, i):
+    """Value ``i``: two loads (the padding word keeps the second in bounds), no branch.
+
+    ``(hi << (63 - off)) << 1`` is ``hi << (64 - off)`` without the undefined shift by 64.
+    """
     bit = np.uint64(i) * w
     word = bit >> np.uint64(6)
     off = bit & np.uint64(63)
-    v = words[word] >> off
-    if off + w > np.uint64(64):
-        v |= words[word + np.uint64(1)] << (np.uint64(64) - off)
-    return v & mask
+    lo = words[word] >> off
+    hi = (words[word + np.uint64(1)] << (np.uint64(63) - off)) << np.uint64(1)
+    return (lo | hi) & mask
 
 
 @njit(cache=True, nogil=True)

@@ -14,6 +14,7 @@ See docs/formats.md for every field.
 from __future__ import annotations
 
 import json
+import mmap
 import os
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
@@ -212,7 +213,11 @@ class ColumnarTable:
         if buf is None:
             p = os.path.join(self.path, fname)
             try:
-                buf = np.memmap(p, dtype=np.uint8, mode="r") if os.path.getsize(p) else np.zeros(0, np.uint8)
+                with open(p, "rb") as fh:
+                    size = os.fstat(fh.fileno()).st_size
+                    # a plain read-only ndarray over the mapping (np.memmap slices are slow objects)
+                    buf = np.frombuffer(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ), np.uint8) if size \
+                        else np.zeros(0, np.uint8)
             except FileNotFoundError:
                 raise CorruptionError("row group file missing", p) from None
             self._maps[fname] = buf

@@ -150,3 +150,33 @@ def expand_pairs(pos, groups, group_start, group_rows, out_pos, out_row):
             out_row[o] = group_rows[r]
             o += 1
     return o
+
+
+@njit(cache=True, nogil=True)
+def weighted_sum(values, positions, use_pos, weights, use_w, valid, use_valid):
+    """Σ values[i]·w over the rows (``positions`` if ``use_pos``, else all), skipping nulls.
+
+    ``weights`` (same dtype as ``values``) give each row's multiplicity when ``use_w``; ``valid``
+    (indexed like ``values``) marks non-null rows when ``use_valid``. Returns ``(sum, bound,
+    count)``: the sum in the values' dtype (integers wrap mod 2^64), ``bound`` = Σ|v|·w in float64
+    (an integer sum is exact when bound < 2^62) and count = Σ w over non-null rows. One pass.
+    """
+    n = positions.shape[0] if use_pos else values.shape[0]
+    acc = values[0] - values[0]
+    bound = 0.0
+    cnt = 0
+    for j in range(n):
+        i = positions[j] if use_pos else j
+        if use_valid and not valid[i]:
+            continue
+        v = values[i]
+        if use_w:
+            w = weights[j]
+            acc += v * w
+            bound += abs(float(v)) * float(w)
+            cnt += np.int64(w)
+        else:
+            acc += v
+            bound += abs(float(v))
+            cnt += 1
+    return acc, bound, cnt

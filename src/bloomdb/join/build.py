@@ -145,7 +145,9 @@ class BuildSide:
     # ---- min/max pruning -------------------------------------------------------------------
 
     def any_key_between(self, lo: Any, hi: Any, signed: bool = True) -> bool:
-        """True unless no build key lies in ``[lo, hi]`` (chunk statistics; None = unknown)."""
+        """True unless no build key lies in ``[lo, hi]`` (chunk statistics; None = unknown).
+
+        ``signed`` says how the probe column orders integers (fixed for one join)."""
         if lo is None or hi is None:
             return True
         if self.non_null_rows == 0:
@@ -153,14 +155,13 @@ class BuildSide:
         if self._sorted is None:
             if self.kind == "int":
                 live = self.keys.ints if self.keys.valid is None else self.keys.ints[self.keys.valid]
-                self._sorted = np.unique(live.view(np.int64))
-                self._sorted_u = np.unique(live)
+                self._sorted = np.sort(live.view(np.int64) if signed else live)
             else:
                 col = self.table[self.key].drop_null()
                 if pa.types.is_dictionary(col.type):
                     col = col.cast(col.type.value_type)
                 self._sorted = np.array(sorted(set(col.to_pylist())), dtype=object)
-        arr = self._sorted if (self.kind != "int" or signed) else self._sorted_u
+        arr = self._sorted
         try:
             i = int(np.searchsorted(arr, lo, side="left"))
         except TypeError:  # incomparable statistics (e.g. bytes vs str): cannot prune

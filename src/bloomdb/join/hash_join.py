@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidArgument
+from . import _join_kernels as K
 from .adaptive import AdaptivePolicy, Transition
 from .build import BuildSide
 from .keys import key_kind
@@ -28,7 +29,7 @@ from .plan import HOWS, Agg, OutColumn, output_columns, parse_aggregates, parse_
 from .sources import ProbeSource, open_source, read_all, schema_of
 
 #: The filter pushed into the scan unless the caller names another (fixed 256 KiB for register).
-DEFAULT_FILTER = "blocked:10"
+DEFAULT_FILTER = "register:2"
 
 
 @dataclass
@@ -111,22 +112,49 @@ class _ChunkOut:
 # ---- aggregation helpers -------------------------------------------------------------------
 
 
-def _exact_dot(v: np.ndarray, w: np.ndarray | None) -> int:
-    """Σ v·w for integer ``v`` (and weights), exactly (int64 when it cannot overflow, else Python ints)."""
-    if v.size == 0:
-        return 0
-    bound = float(np.abs(v.astype(np.float64)).sum() if w is None else np.abs(v.astype(np.float64)) @ w)
-    if bound < 2.0**62:
-        vi = v.astype(np.int64, copy=False)
-        return int(vi.sum() if w is None else vi @ w)
-    vals = v.tolist()
-    return sum(vals) if w is None else sum(a * b for a, b in zip(vals, w.tolist()))
+def _sum(v: np.ndarray, valid, index, w) -> Any:
+    """Exact integer / float64 sum of v·w over the rows (one fused kernel pass)."""
+    if v.dtype == np.bool_:
+        v = v.view(np.uint8)
+    if v.dtype.kind == "f":
+        v = v.astype(np.float64, copy=False)
+    elif v.dtype != np.int64 and v.dtype != np.uint64:
+        v = v.astype(np.int64 if v.dtype.kind == "i" else np.uint64)
+    pos = index if index is not None else _NO_POS
+    ww = w.astype(v.dtype, copy=False) if w is not None else _no_weights(v.dtype)
+    vv = valid if valid is not None else _NO_VALID
+    s, bound, cnt = K.weighted_sum(v, pos, index is not None, ww, w is not None, vv, valid is not None)
+    if cnt == 0:
+        return None
+    if v.dtype.kind == "f" or bound < 2.0**62:
+        return float(s) if v.dtype.kind == "f" else int(s)
+    # the int64 accumulator may have wrapped: redo exactly with Python integers (rare)
+    rows = index if index is not None else np.arange(v.shape[0])
+    keep = np.ones(rows.shape[0], np.bool_) if valid is None else valid[rows]
+    vals = v[rows][keep].tolist()
+    ws = [1] * len(vals) if w is None else w[keep].tolist()
+    return sum(a * b for a, b in zip(vals, ws))
 
 
-def _partial(agg: Agg, v: np.ndarray | None, valid: np.ndarray | None, w: np.ndarray | None, nrows: int) -> Any:
+def _no_weights(dt: np.dtype) -> np.ndarray:
+    return np.zeros(1, dt)
+
+
+_NO_POS = np.zeros(0, np.int64)
+_NO_VALID = np.zeros(0, np.bool_)
+
+
+def _partial(agg: Agg, v: np.ndarray | None, valid: np.ndarray | None, index: np.ndarray | None,
+             w: np.ndarray | None, nrows: int) -> Any:
+    """One chunk's value of ``agg`` over its result rows (``nrows`` matched probe rows)."""
     if agg.func == "count" and agg.column is None:
         return nrows if w is None else int(w.sum())
     assert v is not None
+    if agg.func == "sum":
+        return _sum(v, valid, index, w)
+    if index is not None:
+        v = v[index]
+        valid = None if valid is None else valid[index]
     if valid is not None:
         v = v[valid]
         w = None if w is None else w[valid]
@@ -136,10 +164,6 @@ def _partial(agg: Agg, v: np.ndarray | None, valid: np.ndarray | None, w: np.nda
         return None
     if v.dtype == np.bool_:
         v = v.astype(np.int64)
-    if agg.func == "sum":
-        if v.dtype.kind == "f":
-            return float(v.sum() if w is None else v @ w.astype(np.float64))
-        return _exact_dot(v, w)
     if v.dtype.kind == "f":
         v = v[~np.isnan(v)]  # NaN never wins min/max here (DuckDB orders NaN above +inf; see docs)
         if v.size == 0:
@@ -175,7 +199,7 @@ def hash_join(
     filter_size_bytes: int | None = None,
     chunk_rows: int = 65536,
     adaptive_threshold: float = 0.10,
-    verify: bool = True,
+    verify: bool = False,
 ):
     """Join ``probe`` with ``build`` on equal keys; filter the probe scan with a build-side filter.
 
@@ -196,7 +220,10 @@ def hash_join(
     fixed at ``filter_size_bytes`` = 256 KiB; None disables). ``pushdown``: ``"on"``, ``"off"`` or
     ``"adaptive"`` (see :mod:`bloomdb.join.adaptive`; ``adaptive_threshold`` = rejection rate below
     which filtering switches off). Every mode gives the same result: the filter only removes rows
-    the hash table would reject. ``threads``: chunks scanned in parallel.
+    the hash table would reject. ``threads``: chunks scanned in parallel. ``verify``: checksum
+    every columnar chunk touched (off by default, like Parquet readers' page checksums: a CRC is a
+    pass over the whole chunk, which random-access decoding otherwise avoids; headers and sizes
+    are always checked).
 
     Returns a ``pyarrow.Table`` (rows in probe order) or a dict of aggregates; with
     ``explain=True`` a pair ``(result, JoinStats)``. Raises :class:`InvalidArgument` for unknown
@@ -272,7 +299,7 @@ def hash_join(
             r.result_rows = pos.shape[0] if w is None else int(w.sum())
             values = {c: ch.numeric(c, pos, whole) for c in agg_cols} if pos.shape[0] else {}
             r.partial = [
-                _partial(a, *(values.get(a.column, (None, None)) if a.column else (None, None)), w, pos.shape[0])
+                _partial(a, *(values[a.column] if a.column else (None, None, None)), w, pos.shape[0])
                 if pos.shape[0] else (0 if a.func == "count" else None)
                 for a in aggs
             ]

@@ -48,7 +48,10 @@ class ProbeChunk:
     def keys(self, key: str, kind: str) -> JoinKeys:
         raise NotImplementedError
 
-    def numeric(self, name: str, positions: np.ndarray, whole: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    def numeric(self, name: str, positions: np.ndarray, whole: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """``(values, valid, index)``: values of the rows at ``positions`` — when ``index`` is None
+        they are exactly those rows, in order; otherwise the whole chunk, to be read at ``index``.
+        ``valid`` (None = no nulls) is indexed like ``values``."""
         raise NotImplementedError
 
     def arrow(self, name: str, positions: np.ndarray, whole: bool) -> pa.Array:
@@ -104,10 +107,8 @@ class _ColumnarChunk(ProbeChunk):
         self._count(name, self._rows(ch, positions, whole))
         valid = ch.validity
         if whole:
-            v = ch.numpy()[positions]
-        else:
-            v = ch.numpy(positions)
-        return v, (None if valid is None else valid[positions])
+            return ch.numpy(), valid, positions
+        return ch.numpy(positions), (None if valid is None else valid[positions]), None
 
     def arrow(self, name, positions, whole):
         ch = self._chunk(name)
@@ -159,7 +160,7 @@ class _ParquetChunk(ProbeChunk):
         return from_arrow(self._col(key), kind)
 
     def numeric(self, name, positions, whole):
-        return _numeric_from_arrow(self._col(name).take(pa.array(positions)))
+        return (*_numeric_from_arrow(self._col(name)), positions)
 
     def arrow(self, name, positions, whole):
         return self._col(name).take(pa.array(positions))
@@ -225,7 +226,9 @@ class _ArrowChunk(ProbeChunk):
 
     def numeric(self, name, positions, whole):
         self._count(name, self.num_rows if whole else positions.shape[0])
-        return _numeric_from_arrow(self._col(name).take(pa.array(positions)))
+        if whole:
+            return (*_numeric_from_arrow(self._col(name)), positions)
+        return (*_numeric_from_arrow(self._col(name).take(pa.array(positions))), None)
 
     def arrow(self, name, positions, whole):
         self._count(name, self.num_rows if whole else positions.shape[0])
