@@ -27,6 +27,7 @@ _FAMILY_MODULES = (
     "bloomdb.filters.blocked",
     "bloomdb.filters.register",
     "bloomdb.filters.leveldb",
+    "bloomdb.filters.sbbf",
 )
 
 _by_name: dict[str, type[Filter]] = {}
