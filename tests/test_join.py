@@ -250,3 +250,26 @@ def test_bad_arguments(tables):
         hash_join(path, build, on="k", threads=0)
     with pytest.raises(InvalidArgument):
         hash_join(probe.append_column("g", pa.array([1.5] * probe.num_rows)), build, on=("g", "k"))
+
+
+@pytest.mark.parametrize("kind", ["int", "str"])
+def test_parquet_bloom_filters_skip_row_groups(tmp_path, kind):
+    # every row group spans the whole key range (min/max prune nothing); keys differ per row group
+    rng = np.random.default_rng(5)
+    groups, per = 10, 1000
+    k = np.concatenate([rng.permutation(np.arange(g, 100_000, groups)[:per]) for g in range(groups)])
+    k[::per] = 0
+    k[per - 1 :: per] = 10**6  # same min and max in every row group
+    col = pa.array(k) if kind == "int" else pa.array([f"s{x:07d}" for x in k])
+    probe = pa.table({"k": col, "v": np.ones(k.size, np.int64)})
+    pq.write_table(probe, tmp_path / "p.parquet", row_group_size=per, bloom_filter_options={"k": {"ndv": per, "fpp": 0.001}})
+    wanted = k[3 * per + 10 : 3 * per + 15]  # five keys of row group 3 only
+    build = pa.table({"k": pa.array(wanted) if kind == "int" else pa.array([f"s{x:07d}" for x in wanted])})
+    res, st = hash_join(tmp_path / "p.parquet", build, on="k", aggregates=["count(*)"], explain=True)
+    assert res == duck_aggs_count(probe, build)
+    assert st.chunks_skipped_minmax == 0 and st.chunks_skipped_bloom >= groups - 2
+    assert st.rows_decoded["k"] <= 2 * per
+
+
+def duck_aggs_count(probe: pa.Table, build: pa.Table) -> dict:
+    return {"count(*)": duck("SELECT count(*) FROM p JOIN b ON p.k = b.k", p=probe, b=build).fetchall()[0][0]}

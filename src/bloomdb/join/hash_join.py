@@ -26,7 +26,7 @@ from .adaptive import AdaptivePolicy, Transition
 from .build import BuildSide
 from .keys import key_kind
 from .plan import HOWS, Agg, OutColumn, output_columns, parse_aggregates, parse_on
-from .sources import ProbeSource, open_source, read_all, schema_of
+from .sources import ParquetSource, ProbeSource, open_source, read_all, schema_of
 
 #: The filter pushed into the scan unless the caller names another (fixed 256 KiB for register).
 DEFAULT_FILTER = "register:2"
@@ -48,6 +48,7 @@ class JoinStats:
     probe_rows: int = 0
     chunks: int = 0
     chunks_skipped_minmax: int = 0
+    chunks_skipped_bloom: int = 0
     chunks_filtered: int = 0
     chunks_unfiltered: int = 0
     rows_filter_checked: int = 0
@@ -77,7 +78,8 @@ class JoinStats:
             f"  build: {self.build_rows:,} rows, {self.build_keys:,} distinct keys, {self.build_seconds * 1e3:.1f} ms",
             f"  filter: {self.filter or 'none'}"
             + (f" ({self.filter_bytes:,} bytes, ~{100 * self.filter_estimated_fpr:.2f}% FP expected)" if self.filter else ""),
-            f"  scan: {self.chunks} chunks ({self.chunks_skipped_minmax} skipped by min/max, {self.chunks_filtered} filtered,"
+            f"  scan: {self.chunks} chunks ({self.chunks_skipped_minmax} skipped by min/max, {self.chunks_skipped_bloom}"
+            f" by the file's Bloom filters, {self.chunks_filtered} filtered,"
             f" {self.chunks_unfiltered} unfiltered), {self.probe_rows:,} rows, {self.probe_seconds * 1e3:.1f} ms",
             f"  filter: checked {self.rows_filter_checked:,} rows, rejected {self.rows_rejected_by_filter:,}"
             f" ({100 * self.rejection_rate:.1f}%); hash table probed {self.rows_probed:,} rows,"
@@ -97,6 +99,7 @@ class JoinStats:
 class _ChunkOut:
     decoded: dict[str, int]
     skipped: bool = False
+    skipped_bloom: bool = False
     filtered: bool = False
     rows: int = 0
     checked: int = 0
@@ -266,12 +269,17 @@ def hash_join(
     signed = not (pa.types.is_unsigned_integer(ptype))
     agg_cols = sorted({a.column for a in aggs if a.column is not None}) if aggs else []
 
+    bloom = None
+    if bs.non_null_rows and how != "anti" and isinstance(src, ParquetSource):
+        bloom = src.bloom_may_contain(pkey, bs.distinct_keys(kind == "int" and ptype.bit_width <= 32))
+
     def scan(i: int) -> _ChunkOut:
         n = src.chunk_rows(i)
         lo, hi = src.key_stats(i, pkey)
-        if bs.non_null_rows == 0 or not bs.any_key_between(lo, hi, signed):
+        if bs.non_null_rows == 0 or not bs.any_key_between(lo, hi, signed) or (bloom is not None and not bloom[i]):
+            by_bloom = bool(bs.non_null_rows > 0 and bs.any_key_between(lo, hi, signed))
             if how != "anti" or n == 0:
-                return _ChunkOut({}, skipped=True, rows=n)
+                return _ChunkOut({}, skipped=not by_bloom, skipped_bloom=by_bloom, rows=n)
             ch = src.chunk(i)
             return finish(ch, _ChunkOut(ch.decoded, skipped=True, rows=n), np.arange(n, dtype=np.int64), None, True)
         ch = src.chunk(i)
@@ -329,8 +337,9 @@ def hash_join(
     for r in results:
         stats.chunks += 1
         stats.probe_rows += r.rows
-        stats.chunks_skipped_minmax += r.skipped
-        if not r.skipped:
+        stats.chunks_skipped_minmax += int(r.skipped)
+        stats.chunks_skipped_bloom += int(r.skipped_bloom)
+        if not (r.skipped or r.skipped_bloom):
             stats.chunks_filtered += r.filtered
             stats.chunks_unfiltered += not r.filtered
         stats.rows_filter_checked += r.checked

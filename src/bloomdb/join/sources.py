@@ -72,6 +72,11 @@ class ProbeSource:
         """(min, max) of the key column in chunk ``i``, or (None, None) when unknown."""
         return None, None
 
+    def bloom_may_contain(self, key: str, values: Any) -> np.ndarray | None:
+        """Per chunk: False when the source's own filters prove none of ``values`` is in it
+        (None: the source has no filters)."""
+        return None
+
     def chunk_rows(self, i: int) -> int:
         raise NotImplementedError
 
@@ -195,6 +200,22 @@ class ParquetSource(ProbeSource):
 
     def chunk_rows(self, i):
         return self.metadata.row_group(i).num_rows
+
+    def bloom_may_contain(self, key, values):
+        """Row groups whose Parquet split-block Bloom filter may hold one of ``values``.
+
+        Fails open: a file without filters, or with filters this reader cannot use, prunes nothing.
+        """
+        from .. import parquet as bpq
+        from ..errors import BloomDBError
+
+        if len(values) == 0:
+            return None
+        try:
+            hits = bpq.row_groups_that_may_contain(self.path, key, values)
+        except BloomDBError:
+            return None
+        return hits.any(axis=0)
 
     def key_stats(self, i, key):
         rg = self.metadata.row_group(i)
