@@ -41,4 +41,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _sections():
     """Further demo sections contributed by the engines (store, join), in order."""
-    return []
+    return [_join_section]
+
+
+def _join_section() -> None:
+    from ..bench import join_bench
+
+    join_bench.demo()
