@@ -201,7 +201,7 @@ def demo(rows: int = 1_000_000, fraction: float = 0.01, threads: int = 2, log: C
         path = os.path.join(d, "probe")
         columnar.write(path, make_probe(rows, build_rows))
         build = make_build(build_rows, fraction)
-        log(f"\n3. Filtered hash join: {rows:,} probe rows (key + 8 payload columns, bloomdb.columnar) joined with "
+        log(f"\nFiltered hash join: {rows:,} probe rows (key + 8 payload columns, bloomdb.columnar) joined with "
             f"{build_rows:,} build keys, {fraction:.0%} of probe rows match; sum of every payload column + count(*):\n")
         stats = {}
         for mode in ("off", "on", "adaptive"):

@@ -41,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _sections():
     """Further demo sections contributed by the engines (store, join), in order."""
-    return [_join_section]
+    from . import demo_formats
+
+    return [demo_formats.section, _join_section]
 
 
 def _join_section() -> None:
