@@ -273,3 +273,20 @@ def test_parquet_bloom_filters_skip_row_groups(tmp_path, kind):
 
 def duck_aggs_count(probe: pa.Table, build: pa.Table) -> dict:
     return {"count(*)": duck("SELECT count(*) FROM p JOIN b ON p.k = b.k", p=probe, b=build).fetchall()[0][0]}
+
+
+def test_integer_sum_paths_are_exact():
+    from bloomdb.join.hash_join import _sum
+
+    rng = np.random.default_rng(9)
+    v = rng.integers(-(2**63), 2**63 - 1, 5000, dtype=np.int64)
+    w = rng.integers(1, 2**40, 5000).astype(np.int64)  # float bound too loose: the Python path
+    valid = rng.random(5000) < 0.9
+    pos = np.sort(rng.choice(5000, 3000, replace=False)).astype(np.int64)
+    exact = sum(int(a) * int(b) for a, b, ok in zip(v[pos].tolist(), w[:3000].tolist(), valid[pos]) if ok)
+    assert _sum(v, valid, pos, w[:3000]) == exact
+    small = w % 7 + 1  # the wrapped + float-estimate path
+    exact = sum(int(a) * int(b) for a, b, ok in zip(v[pos].tolist(), small[:3000].tolist(), valid[pos]) if ok)
+    assert _sum(v, valid, pos, small[:3000]) == exact
+    u = v.view(np.uint64)
+    assert _sum(u, None, None, None) == sum(int(x) for x in u.tolist())

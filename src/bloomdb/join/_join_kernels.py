@@ -154,29 +154,49 @@ def expand_pairs(pos, groups, group_start, group_rows, out_pos, out_row):
 
 @njit(cache=True, nogil=True)
 def weighted_sum(values, positions, use_pos, weights, use_w, valid, use_valid):
-    """Σ values[i]·w over the rows (``positions`` if ``use_pos``, else all), skipping nulls.
+    """Σ values[i]·w (float64) over the rows (``positions`` if ``use_pos``, else all), skipping nulls.
 
-    ``weights`` (same dtype as ``values``) give each row's multiplicity when ``use_w``; ``valid``
-    (indexed like ``values``) marks non-null rows when ``use_valid``. Returns ``(sum, bound,
-    count)``: the sum in the values' dtype (integers wrap mod 2^64), ``bound`` = Σ|v|·w in float64
-    (an integer sum is exact when bound < 2^62) and count = Σ w over non-null rows. One pass.
+    ``weights`` (int64) give each row's multiplicity when ``use_w``; ``valid`` (indexed like
+    ``values``) marks non-null rows when ``use_valid``. Returns ``(sum, count)`` with count = Σ w
+    over non-null rows. One pass.
     """
     n = positions.shape[0] if use_pos else values.shape[0]
-    acc = values[0] - values[0]
+    acc = 0.0
+    cnt = 0
+    for j in range(n):
+        i = positions[j] if use_pos else j
+        if use_valid and not valid[i]:
+            continue
+        w = weights[j] if use_w else np.int64(1)
+        acc += values[i] * np.float64(w)
+        cnt += w
+    return acc, cnt
+
+
+@njit(cache=True, nogil=True)
+def weighted_isum(bits, signed, positions, use_pos, weights, use_w, valid, use_valid):
+    """Σ v·w of 64-bit integers (``bits``: their uint64 bits; ``signed`` = two's complement).
+
+    Returns ``(wrapped, approx, bound, count)``: the sum mod 2^64 (exact), the same sum and
+    Σ|v·w| accumulated in float64. The caller recovers the exact sum as the integer congruent to
+    ``wrapped`` nearest ``approx`` whenever the float error bound (terms · 2^-52 · bound) is below
+    2^62. One branch-free pass (besides the null test).
+    """
+    n = positions.shape[0] if use_pos else bits.shape[0]
+    wrapped = np.uint64(0)
+    approx = 0.0
     bound = 0.0
     cnt = 0
     for j in range(n):
         i = positions[j] if use_pos else j
         if use_valid and not valid[i]:
             continue
-        v = values[i]
-        if use_w:
-            w = weights[j]
-            acc += v * w
-            bound += abs(float(v)) * float(w)
-            cnt += np.int64(w)
-        else:
-            acc += v
-            bound += abs(float(v))
-            cnt += 1
-    return acc, bound, cnt
+        w = weights[j] if use_w else np.int64(1)
+        b = bits[i]
+        wrapped += b * np.uint64(w)
+        f = np.float64(np.int64(b)) if signed else np.float64(b)
+        t = f * np.float64(w)
+        approx += t
+        bound += abs(t)
+        cnt += w
+    return wrapped, approx, bound, cnt

@@ -24,7 +24,7 @@ from ..errors import InvalidArgument
 from . import _join_kernels as K
 from .adaptive import AdaptivePolicy, Transition
 from .build import BuildSide
-from .keys import key_kind
+from .keys import _ro, key_kind
 from .plan import HOWS, Agg, OutColumn, output_columns, parse_aggregates, parse_on
 from .sources import ParquetSource, ProbeSource, open_source, read_all, schema_of
 
@@ -116,35 +116,41 @@ class _ChunkOut:
 
 
 def _sum(v: np.ndarray, valid, index, w) -> Any:
-    """Exact integer / float64 sum of v·w over the rows (one fused kernel pass)."""
+    """Exact integer / float64 sum of v·w over the rows (one fused kernel pass, no copies)."""
+    pos = index if index is not None else _NO_POS
+    vv = valid if valid is not None else _NO_VALID
+    ww = w if w is not None else _NO_W
+    if v.dtype.kind == "f":
+        s, cnt = K.weighted_sum(_ro(v.astype(np.float64, copy=False)), pos, index is not None, ww, w is not None, vv,
+                                valid is not None)
+        return float(s) if cnt else None
+    signed = v.dtype.kind in "ib"
     if v.dtype == np.bool_:
         v = v.view(np.uint8)
-    if v.dtype.kind == "f":
-        v = v.astype(np.float64, copy=False)
-    elif v.dtype != np.int64 and v.dtype != np.uint64:
+    if v.dtype.itemsize != 8:
         v = v.astype(np.int64 if v.dtype.kind == "i" else np.uint64)
-    pos = index if index is not None else _NO_POS
-    ww = w.astype(v.dtype, copy=False) if w is not None else _no_weights(v.dtype)
-    vv = valid if valid is not None else _NO_VALID
-    s, bound, cnt = K.weighted_sum(v, pos, index is not None, ww, w is not None, vv, valid is not None)
+    wrapped, approx, bound, cnt = K.weighted_isum(_ro(v.view(np.uint64)), signed, pos, index is not None, ww,
+                                                  w is not None, vv, valid is not None)
     if cnt == 0:
         return None
-    if v.dtype.kind == "f" or bound < 2.0**62:
-        return float(s) if v.dtype.kind == "f" else int(s)
-    # the int64 accumulator may have wrapped: redo exactly with Python integers (rare)
+    if bound * (pos.shape[0] if index is not None else v.shape[0]) * 2.0**-52 < 2.0**61:
+        r = int(wrapped)  # the exact sum is r + k * 2^64 for the k that lands nearest the float estimate
+        return r + round((approx - r) / 2.0**64) * (1 << 64)
+    return _slow_sum(v, valid, index, w)
+
+
+def _slow_sum(v: np.ndarray, valid, index, w) -> Any:
+    """Exact Σ v·w with Python integers (only when the float error bound is too loose)."""
     rows = index if index is not None else np.arange(v.shape[0])
     keep = np.ones(rows.shape[0], np.bool_) if valid is None else valid[rows]
     vals = v[rows][keep].tolist()
     ws = [1] * len(vals) if w is None else w[keep].tolist()
-    return sum(a * b for a, b in zip(vals, ws))
-
-
-def _no_weights(dt: np.dtype) -> np.ndarray:
-    return np.zeros(1, dt)
+    return sum(int(a) * b for a, b in zip(vals, ws)) if vals else None
 
 
 _NO_POS = np.zeros(0, np.int64)
 _NO_VALID = np.zeros(0, np.bool_)
+_NO_W = np.zeros(1, np.int64)
 
 
 def _partial(agg: Agg, v: np.ndarray | None, valid: np.ndarray | None, index: np.ndarray | None,
