@@ -1,8 +1,8 @@
 """bloomdb: fast, accurate membership filters and the database engines built on them."""
 
-from . import errors
+from . import errors, filters
 from .errors import BloomDBError, CorruptionError, FilterFull, InvalidArgument
 
 __version__ = "0.1.0"
 
-__all__ = ["errors", "BloomDBError", "CorruptionError", "FilterFull", "InvalidArgument", "__version__"]
+__all__ = ["errors", "filters", "BloomDBError", "CorruptionError", "FilterFull", "InvalidArgument", "__version__"]

@@ -170,10 +170,10 @@ def _from_arrow_array(arr: Any) -> KeyBatch:
 
 def _from_mixed_list(keys: Iterable[Any]) -> KeyBatch:
     pa = _pa()
-    encoded = []
-    for k in keys:
-        e = encode_key(k)
-        encoded.append(e.to_bytes(8, "little") if type(e) is int else e)
+    encoded = [encode_key(k) for k in keys]
+    if all(type(e) is int for e in encoded):
+        return KeyBatch(ints=np.array(encoded, dtype=np.uint64))
+    encoded = [e.to_bytes(8, "little") if type(e) is int else e for e in encoded]
     return _from_arrow_array(pa.array(encoded, type=pa.large_binary()))
 
 
@@ -183,12 +183,14 @@ def _from_list(keys: list | tuple) -> KeyBatch:
     first = keys[0]
     pa = _pa()
     if type(first) is int:
-        try:
-            arr = np.array(keys)
-        except (OverflowError, ValueError, TypeError):
-            arr = None
-        if arr is not None and arr.dtype.kind in "iu" and arr.ndim == 1:
-            return _from_int_array(arr)
+        # One C pass to be sure every element is a plain int (numpy and pyarrow would both
+        # silently truncate a float), then a typed conversion: int64, else uint64, else per key.
+        if set(map(type, keys)) == {int}:
+            for arrow_type in (pa.int64(), pa.uint64()):
+                try:
+                    return _from_arrow_array(pa.array(keys, type=arrow_type))
+                except OverflowError:
+                    continue
         return _from_mixed_list(keys)
     if type(first) is str or type(first) is bytes:
         try:

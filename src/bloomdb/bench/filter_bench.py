@@ -83,7 +83,8 @@ def _build(spec: str, keys, n: int):
     return f
 
 
-def _best_of(fn, repeats: int) -> float:
+def best_of(fn, repeats: int) -> float:
+    """Shortest wall time of ``repeats`` calls of ``fn`` (seconds)."""
     best = float("inf")
     for _ in range(repeats):
         t0 = time.perf_counter()
@@ -116,14 +117,14 @@ def run_one(
     def build():
         holder["f"] = _build(spec, keys, n)
 
-    build_s = _best_of(build, repeats)
+    build_s = best_of(build, repeats)
     f = holder["f"]
     present = {}
-    q_present_s = _best_of(lambda: present.__setitem__("r", f.might_contain_many(keys)), repeats)
+    q_present_s = best_of(lambda: present.__setitem__("r", f.might_contain_many(keys)), repeats)
     if not present["r"].all():
         raise FalseNegative(f"{spec}: {int((~present['r']).sum())} of {n} added keys answered absent")
     res = {}
-    q_absent_s = _best_of(lambda: res.__setitem__("r", f.might_contain_many(probes)), repeats)
+    q_absent_s = best_of(lambda: res.__setitem__("r", f.might_contain_many(probes)), repeats)
     fps = int(res["r"].sum())
     bpk = f.num_bits / n
     expected = type(f).expected_fpr(bpk, f.num_probes)

@@ -142,6 +142,38 @@ def available() -> list[FamilyInfo]:
     ]
 
 
+def warmup(families: list[str] | None = None) -> dict[str, float]:
+    """Compile (or load from numba's cache) every kernel of the given families; seconds per family.
+
+    Builds a tiny filter of each family from integer and string keys and queries it, so that
+    benchmarks can leave JIT time out. Cost: seconds on a cold cache, well under one warm.
+    """
+    import time
+
+    from ..hashing import warmup as hashing_warmup
+
+    hashing_warmup()
+    out = {}
+    for name in families or [i.name for i in available()]:
+        t0 = time.perf_counter()
+        cls = family(name)
+        for keys in ([1, 2, 3] * 4, ["a", "bc", "def"] * 4):
+            f = build(cls.example_spec or name, keys)
+            f.might_contain_many(keys)
+            f.might_contain(keys[0])
+        out[name] = time.perf_counter() - t0
+    return out
+
+
+def __getattr__(name: str) -> Any:
+    """Family classes by class name: ``bloomdb.filters.BlockedBloom`` and friends."""
+    _load()
+    for cls in _by_name.values():
+        if cls.__name__ == name:
+            return cls
+    raise AttributeError(f"module 'bloomdb.filters' has no attribute {name!r}")
+
+
 __all__ = [
     "Filter",
     "HashedFilter",
@@ -153,4 +185,5 @@ __all__ = [
     "open",
     "parse_spec",
     "register",
+    "warmup",
 ]

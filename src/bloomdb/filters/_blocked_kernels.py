@@ -6,11 +6,11 @@ positions inside its 512 bits come from ``g = upper32(h)``: probe ``j`` uses
 is bit ``b & 31`` of its 32-bit word ``b >> 5`` (little-endian: byte ``b >> 3``, bit ``b & 7``,
 as RocksDB writes it).
 
-Probes are evaluated eight at a time from the powers of the multiplier (RocksDB's AVX2 scheme:
-``g * {1, phi, phi^2, ... phi^7}``, then ``g *= phi^8`` for the next eight), a fixed-size loop the
-compiler unrolls and vectorises. Batch kernels run a two-stage pipeline over blocks of ``BLOCK``
-keys: while the bits of block ``i`` are set or checked, the keys of block ``i + 1`` are already
-hashed and their lines prefetched.
+Batch kernels pipeline groups of ``GROUP`` keys: while the bits of group ``i`` are set or
+checked, the keys of group ``i + AHEAD`` are hashed and their lines prefetched (the "prefetch,
+then check" loop). Single-hash probes (``check_hash``, for engines) evaluate eight probes at a
+time from the powers of the multiplier (RocksDB's AVX2 scheme: ``g * {1, phi, ... phi^7}``, then
+``g *= phi^8``), bit-identical to the sequential scheme.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from numba import njit
 from .._intrinsics import prefetch
 from ..hashing._kernels import xxh3_64_u64
 
-#: Keys per pipeline stage: their lines are prefetched one stage before they are used.
-BLOCK = 16
+#: Keys per group: their lines are prefetched ``AHEAD`` groups before they are probed.
+GROUP = 8
+AHEAD = 2
+SLOTS = 4  # ring slots: a power of two > AHEAD
 
 
 @njit(cache=True, nogil=True)
@@ -70,54 +72,69 @@ def check_hash(w32, num_lines, k, h):
 
 
 @njit(cache=True, nogil=True)
-def _stage_hashes(hashes, start, stop, num_lines, probes, bases, w32):
-    for i in range(start, stop):
-        h = hashes[i]
-        probes[i - start] = h >> np.uint64(32)
-        bases[i - start] = line_word(h, num_lines)
-    for j in range(stop - start):
-        prefetch(w32, bases[j])
-
-
-@njit(cache=True, nogil=True)
-def _stage_ints(ints, start, stop, num_lines, probes, bases, w32):
-    for i in range(start, stop):
-        h = xxh3_64_u64(ints[i])
-        probes[i - start] = h >> np.uint64(32)
-        bases[i - start] = line_word(h, num_lines)
-    for j in range(stop - start):
-        prefetch(w32, bases[j])
+def _stage(keys, hashed, first, num_lines, ring_g, ring_b, slot, w32):
+    """Hash the ``GROUP`` keys from ``first`` into ring slot ``slot`` and prefetch their lines."""
+    o = slot * GROUP
+    if hashed:
+        for j in range(GROUP):
+            h = keys[first + j]
+            ring_g[o + j] = np.uint32(h >> np.uint64(32))
+            ring_b[o + j] = line_word(h, num_lines)
+    else:
+        for j in range(GROUP):
+            h = xxh3_64_u64(keys[first + j])
+            ring_g[o + j] = np.uint32(h >> np.uint64(32))
+            ring_b[o + j] = line_word(h, num_lines)
+    for j in range(GROUP):
+        prefetch(w32, ring_b[o + j])
 
 
 @njit(cache=True, nogil=True)
 def _run(w32, num_lines, k, keys, out, hashed, query):
-    """The pipeline: ``keys`` are hashes (``hashed``) or integer keys; set bits or fill ``out``."""
+    """The pipeline over ``keys`` (hashes when ``hashed``, else integer keys): set bits or fill ``out``.
+
+    Full groups of ``GROUP`` keys: group ``i + AHEAD`` is hashed and prefetched while group ``i``
+    is processed probe-major (probe p of every key of the group, then probe p + 1), which gives the
+    CPU ``GROUP`` independent dependency chains to overlap. The last ``n % GROUP`` keys go one by one.
+    """
     n = keys.shape[0]
-    pa = np.empty(BLOCK, np.uint64)
-    ba = np.empty(BLOCK, np.uint64)
-    pb = np.empty(BLOCK, np.uint64)
-    bb = np.empty(BLOCK, np.uint64)
-    if hashed:
-        _stage_hashes(keys, 0, min(BLOCK, n), num_lines, pa, ba, w32)
-    else:
-        _stage_ints(keys, 0, min(BLOCK, n), num_lines, pa, ba, w32)
-    start = 0
-    while start < n:
-        stop = min(start + BLOCK, n)
-        if stop < n:
-            if hashed:
-                _stage_hashes(keys, stop, min(stop + BLOCK, n), num_lines, pb, bb, w32)
-            else:
-                _stage_ints(keys, stop, min(stop + BLOCK, n), num_lines, pb, bb, w32)
+    ring_g = np.empty(GROUP * SLOTS, np.uint32)
+    ring_b = np.empty(GROUP * SLOTS, np.uint64)
+    g = np.empty(GROUP, np.uint32)
+    base = np.empty(GROUP, np.uint64)
+    acc = np.empty(GROUP, np.uint32)
+    ngroups = n // GROUP
+    for gi in range(min(AHEAD, ngroups)):
+        _stage(keys, hashed, gi * GROUP, num_lines, ring_g, ring_b, gi & (SLOTS - 1), w32)
+    for gi in range(ngroups):
+        if gi + AHEAD < ngroups:
+            ga = gi + AHEAD
+            _stage(keys, hashed, ga * GROUP, num_lines, ring_g, ring_b, ga & (SLOTS - 1), w32)
+        o = (gi & (SLOTS - 1)) * GROUP
+        for j in range(GROUP):
+            g[j] = ring_g[o + j]
+            base[j] = ring_b[o + j]
+            acc[j] = np.uint32(1)
         if query:
-            for j in range(stop - start):
-                out[start + j] = check_bits(w32, ba[j], pa[j], k)
+            for _ in range(k):
+                for j in range(GROUP):
+                    x = g[j]
+                    acc[j] &= w32[base[j] + np.uint64(x >> np.uint32(28))] >> ((x >> np.uint32(23)) & np.uint32(31))
+                    g[j] = x * np.uint32(0x9E3779B9)
+            for j in range(GROUP):
+                out[gi * GROUP + j] = acc[j] != np.uint32(0)
         else:
-            for j in range(stop - start):
-                set_bits(w32, ba[j], pa[j], k)
-        pa, pb = pb, pa
-        ba, bb = bb, ba
-        start = stop
+            for _ in range(k):
+                for j in range(GROUP):
+                    x = g[j]
+                    w32[base[j] + np.uint64(x >> np.uint32(28))] |= np.uint32(1) << ((x >> np.uint32(23)) & np.uint32(31))
+                    g[j] = x * np.uint32(0x9E3779B9)
+    for i in range(ngroups * GROUP, n):
+        h = keys[i] if hashed else xxh3_64_u64(keys[i])
+        if query:
+            out[i] = check_bits(w32, line_word(h, num_lines), h >> np.uint64(32), k)
+        else:
+            set_bits(w32, line_word(h, num_lines), h >> np.uint64(32), k)
 
 
 @njit(cache=True, nogil=True)

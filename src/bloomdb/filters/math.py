@@ -149,3 +149,30 @@ def line_blocked_fpr(bits_per_key: float, k: int, line_bits: int = 512) -> float
         return 1.0
     q = 1.0 - 1.0 / line_bits
     return sum(p * (1.0 - q ** (k * j)) ** k for j, p in poisson_pmf_iter(line_bits / bits_per_key))
+
+
+
+def word_blocked_fpr_exact(keys_per_word: float, k: int, word_bits: int = 32) -> float:
+    """Exact FP of the register-blocked filter (k independent uniform bits per key in one word).
+
+    ``sum_j Pois(j; lambda) E[(X_{kj} / w)^k]``, X_{kj} the set bits after ``k j`` uniform draws.
+    :func:`word_blocked_fpr` multiplies the per-bit marginals instead, which by Jensen slightly
+    underestimates (5.69% vs 5.76% at lambda = 4, k = 2; 4.07% vs 4.28% at k = 4).
+    Cost: O(k j_max w) float operations (j_max ~ lambda + 8 sqrt(lambda)); ~1 ms at lambda = 4.
+    """
+    w = word_bits
+    dist = [1.0] + [0.0] * w  # distribution of the number of set bits after `draws` draws
+    draws = 0
+    total = 0.0
+    for j, p in poisson_pmf_iter(keys_per_word):
+        while draws < k * j:
+            nxt = [0.0] * (w + 1)
+            for x, q in enumerate(dist):
+                if q:
+                    nxt[x] += q * x / w
+                    if x < w:
+                        nxt[x + 1] += q * (w - x) / w
+            dist = nxt
+            draws += 1
+        total += p * sum(q * (x / w) ** k for x, q in enumerate(dist))
+    return total

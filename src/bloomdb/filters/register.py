@@ -181,7 +181,9 @@ class RegisterBloom(HashedFilter):
         The result is byte-identical to a serial build. Cost: O(n / N) per thread plus
         O(N x size_bytes) to merge private copies.
         """
-        if threads is None or int(threads) <= 1:
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1):
+            raise InvalidArgument(f"threads must be a positive integer, got {threads!r}")
+        if threads is None or threads == 1:
             return super().add_many(keys)
         threads = int(threads)
         self._check_mutable()
@@ -258,22 +260,25 @@ class RegisterBloom(HashedFilter):
         return self._words, np.uint64(self._nwords), self._k
 
     def estimated_fpr(self) -> float:
-        """Poisson keys-per-word FP at the keys added so far (hash collisions are negligible here)."""
+        """Exact Poisson keys-per-word FP at the keys added so far (hash collisions are negligible)."""
         if self._count == 0:
             return 0.0
-        return fm.word_blocked_fpr(self._count / self._nwords, self._k)
+        return fm.word_blocked_fpr_exact(self._count / self._nwords, self._k)
 
     @classmethod
     def expected_fpr(cls, bits_per_key: float, num_probes: int | None = None) -> float:
-        """``sum_j Pois(j; 32 / bits_per_key) (1 - (31/32)^(k j))^k`` (k = 2 unless given)."""
+        """``sum_j Pois(j; 32 / b) E[(X_{kj} / 32)^k]`` (k = 2 unless given), X_{kj} the set bits of a
+        word after its j keys' k j probes. The Floe post's formula ``(1 - (31/32)^(k j))^k`` in
+        place of the expectation (``math.word_blocked_fpr``) is a little low: 5.69% vs 5.76% at
+        8 bits/key and k = 2."""
         if bits_per_key <= 0:
             return 1.0
-        return fm.word_blocked_fpr(32.0 / bits_per_key, 2 if num_probes is None else num_probes)
+        return fm.word_blocked_fpr_exact(32.0 / bits_per_key, 2 if num_probes is None else num_probes)
 
     @staticmethod
     def best_k(bits_per_key: float) -> int:
         """The k in 1..4 with the lowest expected FP rate at ``bits_per_key``."""
-        return min(range(1, 5), key=lambda k: fm.word_blocked_fpr(32.0 / bits_per_key, k))
+        return min(range(1, 5), key=lambda k: fm.word_blocked_fpr_exact(32.0 / bits_per_key, k))
 
     @classmethod
     def bench_specs(cls, bits_per_key_values: list[float]) -> list[str]:

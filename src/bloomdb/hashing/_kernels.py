@@ -21,6 +21,15 @@ Public kernels (all ``@njit(cache=True, nogil=True)``; callable from other njit 
 seed)``, ``xxh64_u64(x, seed)`` and the batch kernels ``xxh3_64_batch_ints(ints, out)``,
 ``xxh3_64_batch_bytes(data, offsets, out)``, ``xxh64_batch_ints(ints, seed, out)``,
 ``xxh64_batch_bytes(data, offsets, seed, out)``.
+
+Performance note for callers writing their own njit loops: ``xxh3_64_u64``/``xxh64_u64`` take no
+array and inline completely (the int batch loop vectorises). Any *non-inlined* call that takes
+an array argument makes numba emit an atomic NRT incref/decref pair of that array per call
+(about 4 ns). ``xxh3_64_bytes`` is too large to inline, so a per-key loop over byte keys should
+do the length dispatch itself, as :func:`xxh3_64_batch_bytes` does, with the four public pieces
+``xxh3_64_bytes_0to16`` / ``xxh3_64_bytes_17to128`` (both inline) / ``xxh3_64_bytes_129to240``
+/ ``xxh3_64_bytes_241plus``. (Keep the long path a separate call: merged into a bigger function,
+LLVM stops inlining its stripe helper and it runs ~3x slower.)
 """
 
 from __future__ import annotations
@@ -173,6 +182,7 @@ def xxh3_64_u64(x):
 
 @njit(cache=True, nogil=True)
 def xxh3_64_bytes_0to16(data, start, length):
+    """XXH3-64 of ``data[start:start + length]`` for ``0 <= length <= 16`` (small, inlines)."""
     n = np.uint64(length)
     if length > 8:
         lo = _r64(data, start) ^ np.uint64(0x6782737BEA4239B9)  # secret[24:32] ^ secret[32:40]
@@ -195,6 +205,7 @@ def xxh3_64_bytes_0to16(data, start, length):
 
 @njit(cache=True, nogil=True)
 def xxh3_64_bytes_17to128(data, start, length):
+    """XXH3-64 of ``data[start:start + length]`` for ``17 <= length <= 128`` (inlines)."""
     w = _secret()
     end = start + length
     acc = np.uint64(length) * np.uint64(0x9E3779B185EBCA87)  # PRIME64_1
@@ -213,7 +224,8 @@ def xxh3_64_bytes_17to128(data, start, length):
 
 
 @njit(cache=True, nogil=True)
-def _xxh3_129to240(data, start, length):
+def xxh3_64_bytes_129to240(data, start, length):
+    """XXH3-64 of ``data[start:start + length]`` for ``129 <= length <= 240``."""
     w = _secret()
     acc = np.uint64(length) * np.uint64(0x9E3779B185EBCA87)  # PRIME64_1
     for i in range(8):
@@ -258,8 +270,9 @@ def _scramble(a, key):
 
 
 @njit(cache=True, nogil=True)
-def _xxh3_long(data, start, length):
-    """Lengths > 240: 1024-byte blocks of 16 stripes, scramble after each block, last stripe."""
+def xxh3_64_bytes_241plus(data, start, length):
+    """XXH3-64 for ``length > 240``: 1024-byte blocks of 16 stripes, scramble after each block,
+    then the last stripe."""
     w = _secret()
     a0 = np.uint64(0xC2B2AE3D)  # PRIME32_3
     a1 = np.uint64(0x9E3779B185EBCA87)  # PRIME64_1
@@ -274,11 +287,14 @@ def _xxh3_long(data, start, length):
     for b in range(nb_blocks + 1):
         base = start + b * 1024
         nb_stripes = 16 if b < nb_blocks else ((length - 1) - 1024 * nb_blocks) // 64
+        # stripe s uses secret words s..s+7: slide a window of 8 words (one variable-index
+        # tuple read per stripe keeps the generated code, and compile time, small)
+        k0, k1, k2, k3, k4, k5, k6, k7 = w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]
         for s in range(nb_stripes):
             a0, a1, a2, a3, a4, a5, a6, a7 = _stripe(
-                a0, a1, a2, a3, a4, a5, a6, a7, data, base + 64 * s,
-                w[s], w[s + 1], w[s + 2], w[s + 3], w[s + 4], w[s + 5], w[s + 6], w[s + 7],
-            )  # fmt: skip
+                a0, a1, a2, a3, a4, a5, a6, a7, data, base + 64 * s, k0, k1, k2, k3, k4, k5, k6, k7
+            )
+            k0, k1, k2, k3, k4, k5, k6, k7 = k1, k2, k3, k4, k5, k6, k7, w[s + 8]
         if b < nb_blocks:
             # scramble with the last 64 bytes of the secret (offset 128 = words 16..23)
             a0 = _scramble(a0, w[16])
@@ -305,19 +321,18 @@ def _xxh3_long(data, start, length):
 
 @njit(cache=True, nogil=True)
 def xxh3_64_bytes(data, start, length):
-    """XXH3-64 (seed 0) of ``data[start:start + length]`` (``data`` a uint8 array)."""
+    """XXH3-64 (seed 0) of ``data[start:start + length]`` (``data`` a uint8 array).
+
+    ``start``/``length`` are integers with ``data[start:start + length]`` inside ``data`` (not
+    checked: bounds are the caller's job). Returns a uint64.
+    """
     if length <= 16:
         return xxh3_64_bytes_0to16(data, start, length)
     if length <= 128:
         return xxh3_64_bytes_17to128(data, start, length)
-    return xxh3_64_bytes_129plus(data, start, length)
-
-
-@njit(cache=True, nogil=True)
-def xxh3_64_bytes_129plus(data, start, length):
     if length <= 240:
-        return _xxh3_129to240(data, start, length)
-    return _xxh3_long(data, start, length)
+        return xxh3_64_bytes_129to240(data, start, length)
+    return xxh3_64_bytes_241plus(data, start, length)
 
 
 @njit(cache=True, nogil=True)
@@ -333,16 +348,16 @@ def xxh3_64_batch_bytes(data, offsets, out):
     for i in range(offsets.shape[0] - 1):
         s = np.int64(offsets[i])
         n = np.int64(offsets[i + 1]) - s
-        # short keys take the small path directly so it inlines into this loop (a call into
-        # xxh3_64_bytes costs an NRT incref/decref pair of ``data`` per key)
         # the length dispatch of xxh3_64_bytes, done here so that the short paths inline into
         # this loop: a non-inlined call taking ``data`` costs an NRT incref/decref pair per key
         if n <= 16:
             out[i] = xxh3_64_bytes_0to16(data, s, n)
         elif n <= 128:
             out[i] = xxh3_64_bytes_17to128(data, s, n)
+        elif n <= 240:
+            out[i] = xxh3_64_bytes_129to240(data, s, n)
         else:
-            out[i] = xxh3_64_bytes_129plus(data, s, n)
+            out[i] = xxh3_64_bytes_241plus(data, s, n)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,105 @@
+"""Key conversion: every accepted form, zero-copy where promised, clear errors otherwise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from bloomdb import errors
+from bloomdb.keys import encode_key, to_batches
+
+
+def as_bytes(keys):
+    out = []
+    for b in to_batches(keys):
+        out.extend(b.as_bytes_list())
+    return out
+
+
+def test_encode_key():
+    assert encode_key(b"ab") == b"ab"
+    assert encode_key("é") == "é".encode()
+    assert encode_key(-1) == 2**64 - 1
+    assert encode_key(np.int32(-2)) == 2**64 - 2
+    assert encode_key(bytearray(b"x")) == b"x"
+    assert encode_key(memoryview(b"xy")) == b"xy"
+    for bad in (1.0, None, True, np.bool_(True), object(), [1]):
+        with pytest.raises(errors.KeyTypeError):
+            encode_key(bad)
+    for bad in (2**64, -(2**63) - 1):
+        with pytest.raises(errors.InvalidArgument):
+            encode_key(bad)
+
+
+def test_int_arrays_are_views():
+    a = np.arange(10, dtype=np.int64)
+    (b,) = to_batches(a)
+    assert b.is_int and np.shares_memory(b.ints, a)
+    u = np.arange(10, dtype=np.uint64)
+    assert np.shares_memory(to_batches(u)[0].ints, u)
+    small = np.array([-1, 2], dtype=np.int8)
+    assert to_batches(small)[0].ints.tolist() == [2**64 - 1, 2]
+
+
+def test_int_lists():
+    (b,) = to_batches([1, 2, 3])
+    assert b.is_int and b.ints.tolist() == [1, 2, 3]
+    assert to_batches([2**64 - 1, 5])[0].ints.tolist() == [2**64 - 1, 5]
+    assert to_batches([-1, 2**63])[0].ints.tolist() == [2**64 - 1, 2**63]
+    with pytest.raises(errors.KeyTypeError):
+        to_batches([1, 2.0])
+    with pytest.raises(errors.KeyTypeError):
+        to_batches([1, True])
+    with pytest.raises(errors.InvalidArgument):
+        to_batches([1, 2**64])
+
+
+def test_string_forms_agree():
+    words = ["", "a", "héllo", "x" * 50]
+    expect = [w.encode() for w in words]
+    assert as_bytes(words) == expect
+    assert as_bytes(tuple(words)) == expect
+    assert as_bytes(np.array(words)) == expect
+    assert as_bytes(np.array(words, dtype=object)) == expect
+    assert as_bytes(pa.array(words)) == expect
+    assert as_bytes(pa.array(words, type=pa.large_string())) == expect
+    assert as_bytes(pa.array(expect, type=pa.binary())) == expect
+    assert as_bytes(pa.array(expect, type=pa.large_binary())) == expect
+    assert as_bytes(pa.chunked_array([words[:2], words[2:]])) == expect
+    assert as_bytes(pa.array(words)[1:3]) == expect[1:3]
+    assert as_bytes(np.array([b"ab", b"c"])) == [b"ab", b"c"]
+
+
+def test_arrow_strings_are_zero_copy():
+    arr = pa.array(["alpha", "beta"] * 100)
+    (b,) = to_batches(arr)
+    assert b.data.ctypes.data == arr.buffers()[2].address
+    assert b.offsets.dtype == np.int32
+
+
+def test_mixed_list():
+    keys = ["a", b"b", 5, -1]
+    assert as_bytes(keys) == [b"a", b"b", (5).to_bytes(8, "little"), b"\xff" * 8]
+
+
+def test_bad_batches():
+    for bad in ("abc", b"abc", 5):
+        with pytest.raises(errors.KeyTypeError):
+            to_batches(bad)
+    with pytest.raises(errors.KeyTypeError):
+        to_batches(np.array([1.5]))
+    with pytest.raises(errors.KeyTypeError):
+        to_batches(pa.array([1.5]))
+    with pytest.raises(errors.InvalidArgument):
+        to_batches(pa.array(["a", None]))
+    with pytest.raises(errors.KeyTypeError):
+        to_batches(["a", None])
+    with pytest.raises(errors.KeyTypeError):
+        to_batches(object())
+
+
+def test_empty_batches():
+    assert sum(len(b) for b in to_batches([])) == 0
+    assert sum(len(b) for b in to_batches(np.array([], dtype=np.int64))) == 0
+    assert sum(len(b) for b in to_batches(pa.array([], type=pa.string()))) == 0
