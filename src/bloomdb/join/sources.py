@@ -125,8 +125,9 @@ class _ColumnarChunk(ProbeChunk):
 
 class ColumnarSource(ProbeSource):
     def __init__(self, table: columnar.ColumnarTable, verify: bool = True):
+        if table.verify != verify:  # a private handle: never change the caller's table object
+            table = columnar.open(table.path, verify=verify)
         self.table = table
-        table.verify = verify
         self.schema = table.schema
         self.num_chunks = len(table.row_groups)
         self.label = f"columnar {table.path}"
