@@ -145,3 +145,37 @@ def test_bench_specs_pick_best_k():
         assert exact[int(k) - 1] == min(exact)
         f = filters.create(s, capacity=1000)
         assert f.num_bits == pytest.approx(1000 * b, abs=32)
+
+
+def test_engine_kernel_can_call_check_hash():
+    """An engine's own njit kernel probes the filter through kernel_args + check_hash."""
+    from numba import njit
+
+    @njit
+    def count_hits(w32, num_words, k, hashes):
+        hits = 0
+        for i in range(hashes.shape[0]):
+            if K.check_hash(w32, num_words, k, hashes[i]):
+                hits += 1
+        return hits
+
+    f = filters.create("register:2", size_bytes=4096)
+    keys = _keys_int(3000, 13)
+    f.add_many(keys[:300])
+    from bloomdb.hashing import xxh3_64_many
+
+    h = xxh3_64_many(keys)
+    assert count_hits(*f.kernel_args, h) == int(f.might_contain_hashes(h).sum())
+    assert count_hits(*f.kernel_args, h[:300]) == 300
+
+
+def test_filter_bench_cli_families(capsys):
+    from bloomdb.cli.main import main
+
+    args = ["--keys", "5000", "--absent", "100000", "--repeats", "1"]
+    assert main(["filter-bench", "--impl", "register", "--bits-per-key", "8", *args]) == 0
+    assert "register:4:8" in capsys.readouterr().out  # a family alone: its bench spec at 8 bits/key
+    assert main(["filter-bench", "--sweep", "--families", "register,sbbf,leveldb", "--sweep-bits", "8,12", *args]) == 0
+    out = capsys.readouterr().out
+    for spec in ("register:4:8", "register:4:12", "sbbf:8", "sbbf:12", "leveldb:8", "leveldb:12"):
+        assert spec in out

@@ -170,6 +170,10 @@ def test_int32_columns_hash_four_bytes(tmp_path):
         parquet.row_groups_that_may_contain(path, "x", [2**40])
     with pytest.raises(errors.InvalidArgument):
         parquet.row_groups_that_may_contain(path, "x", ["a"])
+    with pytest.raises(errors.InvalidArgument):
+        parquet.row_groups_that_may_contain(path, "x", 5)  # a scalar is not a batch
+    assert parquet.row_groups_that_may_contain(path, "x", pa.array(vals[:10])).all()
+    assert parquet.row_groups_that_may_contain(path, "x", [int(v) for v in vals[:10]]).all()
 
 
 def test_missing_filters_and_columns(tmp_path):

@@ -213,7 +213,8 @@ def read_filters(path: str | os.PathLike, column: str) -> list[SplitBlockBloom |
 def _fixed_width(values: Any, dtype: str, physical: str) -> KeyBatch:
     """Values as the Parquet plain encoding of a fixed-width type (``dtype`` little-endian)."""
     arr = values.to_numpy(zero_copy_only=False) if hasattr(values, "to_numpy") else np.asarray(values)
-    arr = arr.reshape(-1)
+    if arr.ndim != 1:
+        raise InvalidArgument(f"{physical} column: values must be a one-dimensional batch, got shape {arr.shape}")
     if np.dtype(dtype).kind == "i":
         if arr.dtype.kind not in "iu":
             raise InvalidArgument(f"{physical} column: values must be integers, got {arr.dtype}")

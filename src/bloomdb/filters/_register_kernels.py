@@ -4,8 +4,8 @@ For a key with 64-bit hash ``h`` (XXH3-64, seed 0): the word is ``(lower32(h) * 
 (multiply-shift, any number of words); probe ``j`` (``0 <= j < k <= 4``) is bit
 ``(h >> (32 + 5 j)) & 31`` of that word. A word is stored little-endian, so bit ``b`` of word
 ``w`` is bit ``b & 7`` of byte ``4 w + (b >> 3)``. Two probes may pick the same bit (the
-positions are independent), exactly what the FP formula ``sum_j Pois(j; lambda) (1 - (1 -
-1/32)^(k j))^k`` assumes.
+positions are independent uniform draws), as the FP model ``filters.math.word_blocked_fpr_exact``
+assumes.
 
 Batch kernels work in groups of ``GROUP`` keys: one fixed-length loop turns the group's keys into
 (word, mask) pairs — hashing included, with no data-dependent branches, so the compiler

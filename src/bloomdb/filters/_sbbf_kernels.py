@@ -5,8 +5,8 @@ The filter is ``z`` blocks of 256 bits = eight little-endian uint32 words. For a
 ``((h >> 32) * z) >> 32``; with ``x = lower32(h)``, word ``i`` of the block gets bit
 ``((x * SALT[i]) mod 2^32) >> 27`` — exactly one bit per word, eight per value.
 
-Batch kernels work in groups of ``GROUP`` values: a fixed-length loop computes the block and the
-eight bit positions of each value (vectorisable, no branches), a second loop does the loads.
+Batch kernels work in groups of ``GROUP`` values: fixed-length loops hash the group, compute the
+block and eight bit masks of each value (vectorisable, no branches), then do the loads.
 """
 
 from __future__ import annotations
@@ -49,40 +49,73 @@ def check_hash(w32, z, h):
 
 
 @njit(cache=True, nogil=True)
-def add(w32, keys, hashed):
-    """Parquet ``insert`` of every key: XXH64 hashes when ``hashed``, else uint64 values (8-byte LE)."""
+def _run(w32, keys, hashed, out, query):
+    """Insert (``query`` False) or check (``query`` True, into ``out``) every key.
+
+    Full groups of GROUP keys in three constant-length loops written out here — hash, then block
+    and eight bit masks, then the block loads — which the compiler unrolls and vectorises; moving
+    them into a helper, or a variable trip count, measured 1.6-2.7x slower.
+    """
     z = np.uint64(w32.shape[0] // 8)
     seed = np.uint64(0)
-    for i in range(keys.shape[0]):
-        h = keys[i] if hashed else xxh64_u64(keys[i], seed)
-        base = block_word(h, z)
-        for j in range(8):
-            w32[base + np.uint64(j)] |= np.uint32(1) << word_bit(h, j)
+    mask = np.uint64(0xFFFFFFFF)
+    s27 = np.uint64(27)
+    n = keys.shape[0]
+    full = n - n % GROUP
+    hs = np.empty(GROUP, np.uint64)
+    base = np.empty(GROUP, np.uint64)
+    bits = np.empty((GROUP, 8), np.uint32)
+    for start in range(0, full, GROUP):
+        if hashed:
+            for j in range(GROUP):
+                hs[j] = keys[start + j]
+        else:
+            for j in range(GROUP):
+                hs[j] = xxh64_u64(keys[start + j], seed)
+        for j in range(GROUP):
+            h = hs[j]
+            base[j] = block_word(h, z)
+            x = h & mask
+            bits[j, 0] = np.uint32(1) << np.uint32(((x * np.uint64(0x47B6137B)) & mask) >> s27)
+            bits[j, 1] = np.uint32(1) << np.uint32(((x * np.uint64(0x44974D91)) & mask) >> s27)
+            bits[j, 2] = np.uint32(1) << np.uint32(((x * np.uint64(0x8824AD5B)) & mask) >> s27)
+            bits[j, 3] = np.uint32(1) << np.uint32(((x * np.uint64(0xA2B7289D)) & mask) >> s27)
+            bits[j, 4] = np.uint32(1) << np.uint32(((x * np.uint64(0x705495C7)) & mask) >> s27)
+            bits[j, 5] = np.uint32(1) << np.uint32(((x * np.uint64(0x2DF1424B)) & mask) >> s27)
+            bits[j, 6] = np.uint32(1) << np.uint32(((x * np.uint64(0x9EFC4947)) & mask) >> s27)
+            bits[j, 7] = np.uint32(1) << np.uint32(((x * np.uint64(0x5C6BFB31)) & mask) >> s27)
+        if query:
+            for j in range(GROUP):
+                b = base[j]
+                miss = np.uint32(0)
+                for i in range(8):
+                    miss |= bits[j, i] & ~w32[b + np.uint64(i)]
+                out[start + j] = miss == 0
+        else:
+            for j in range(GROUP):
+                b = base[j]
+                for i in range(8):
+                    w32[b + np.uint64(i)] |= bits[j, i]
+    for j in range(full, n):
+        h = keys[j] if hashed else xxh64_u64(keys[j], seed)
+        if query:
+            out[j] = check_hash(w32, z, h)
+        else:
+            b = block_word(h, z)
+            for i in range(8):
+                w32[b + np.uint64(i)] |= np.uint32(1) << word_bit(h, i)
+
+
+@njit(cache=True, nogil=True)
+def add(w32, keys, hashed):
+    """Parquet ``insert`` of every key: XXH64 hashes when ``hashed``, else uint64 values (8-byte LE)."""
+    _run(w32, keys, hashed, np.empty(0, np.bool_), False)
 
 
 @njit(cache=True, nogil=True)
 def query(w32, keys, hashed, out):
     """``out[i] = check(keys[i])`` (XXH64 hashes when ``hashed``, else uint64 values)."""
-    z = np.uint64(w32.shape[0] // 8)
-    seed = np.uint64(0)
-    n = keys.shape[0]
-    full = n - n % GROUP
-    base = np.empty(GROUP, np.uint64)
-    bits = np.empty((GROUP, 8), np.uint32)
-    for start in range(0, full, GROUP):
-        for j in range(GROUP):
-            h = keys[start + j] if hashed else xxh64_u64(keys[start + j], seed)
-            base[j] = block_word(h, z)
-            for i in range(8):
-                bits[j, i] = np.uint32(1) << word_bit(h, i)
-        for j in range(GROUP):
-            b = base[j]
-            ok = True
-            for i in range(8):
-                ok &= (w32[b + np.uint64(i)] & bits[j, i]) != 0
-            out[start + j] = ok
-    for j in range(full, n):
-        out[j] = check_hash(w32, z, keys[j] if hashed else xxh64_u64(keys[j], seed))
+    _run(w32, keys, hashed, out, True)
 
 
 @njit(cache=True, nogil=True)
