@@ -136,3 +136,40 @@ def test_damage_is_detected(tmp_path):
     open(m, "w").write(json.dumps({"format": "bloomdb-columnar", "version": 99}))
     with pytest.raises(CorruptionError):
         columnar.read(tmp_path / "t")
+
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+
+@given(st.lists(st.integers(-(2**63), 2**63 - 1) | st.none(), max_size=300), st.integers(1, 97))
+def test_int64_round_trip_any_values(tmp_path_factory, values, chunk_rows):
+    d = tmp_path_factory.mktemp("h")
+    t = pa.table({"x": pa.array(values, pa.int64())})
+    tab = columnar.write(d / "t", t, chunk_rows=chunk_rows)
+    assert columnar.read(d / "t").equals(t)
+    if values:
+        pos = np.arange(len(values), dtype=np.int64)[::-1].copy()
+        got = [tab.chunk(g, "x") for g in range(len(tab.row_groups))]
+        assert sum(c.num_rows for c in got) == len(values)
+        first = got[0]
+        p = pos[pos < first.num_rows]
+        assert first.arrow(p).to_pylist() == [values[i] for i in p]
+
+
+@given(st.integers(0, 64), st.integers(0, 200), st.randoms(use_true_random=False))
+def test_bitpacking_every_width(width, n, rnd):
+    from bloomdb.columnar import _kernels as K
+
+    hi = (1 << width) - 1
+    vals = np.array([rnd.randint(0, hi) for _ in range(n)], dtype=np.uint64)
+    words = np.zeros(K.packed_words(n, width), np.uint64)
+    K.pack(vals, width, words)
+    ref = np.uint64(rnd.randint(0, 2**64 - 1))
+    out = np.empty(n, np.uint64)
+    K.unpack_all(words, width, ref, out)
+    assert np.array_equal(out, vals + ref)
+    pos = np.array([rnd.randrange(n) for _ in range(min(n, 50))], dtype=np.int64)
+    at = np.empty(pos.shape[0], np.uint64)
+    K.unpack_at(words, width, ref, pos, at)
+    assert np.array_equal(at, vals[pos] + ref)

@@ -304,3 +304,28 @@ def test_zstd_probe_table_decodes_whole_chunks(tmp_path, tables):
     assert st.rows_decoded["c"] == st.rows_decoded["k"]  # a zstd chunk decompresses whole
     rows = hash_join(tmp_path / "z", build, on="k", how="semi", columns=["rid", "k"], verify=True)
     assert rows.num_rows == duck_aggs("semi", probe, build)["count(*)"]
+
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+_keys = st.lists(st.integers(-3, 12) | st.none(), max_size=60)
+
+
+@given(_keys, _keys, st.sampled_from(MODES), st.integers(1, 9), st.booleans())
+def test_join_matches_a_python_model(pk, bk, mode, chunk_rows, as_str):
+    conv = (lambda x: None if x is None else f"k{x}") if as_str else (lambda x: x)
+    probe = pa.table({"k": pa.array([conv(x) for x in pk], pa.string() if as_str else pa.int64()),
+                      "rid": np.arange(len(pk), dtype=np.int64)})
+    build = pa.table({"k": pa.array([conv(x) for x in bk], pa.string() if as_str else pa.int64()),
+                      "b": np.arange(len(bk), dtype=np.int64)})
+    inner = [(i, j) for i, x in enumerate(pk) for j, y in enumerate(bk) if x is not None and x == y]
+    bset = {y for y in bk if y is not None}
+    got = hash_join(probe, build, on="k", columns=["rid", "b"], pushdown=mode, chunk_rows=chunk_rows, threads=1)
+    assert list(zip(got["rid"].to_pylist(), got["b"].to_pylist())) == inner
+    semi = hash_join(probe, build, on="k", how="semi", columns=["rid"], pushdown=mode, chunk_rows=chunk_rows)
+    assert semi["rid"].to_pylist() == [i for i, x in enumerate(pk) if x in bset]
+    anti = hash_join(probe, build, on="k", how="anti", aggregates=["count(*)", "sum(rid)"], pushdown=mode,
+                     chunk_rows=chunk_rows)
+    rest = [i for i, x in enumerate(pk) if x not in bset]
+    assert anti == {"count(*)": len(rest), "sum(rid)": sum(rest) if rest else None}
