@@ -261,8 +261,6 @@ class Chunk:
         else:
             out = np.empty(positions.shape[0], np.uint64)
             K.unpack_at(self._words, self.width, self.reference, positions, out)
-        if self.encoding == ENC_DICT:
-            return out
         return out
 
     def numpy(self, positions: np.ndarray | None = None) -> np.ndarray:
