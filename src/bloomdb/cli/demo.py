@@ -52,4 +52,10 @@ def _sections():
     """Further demo sections contributed by the engines (store, join), in order."""
     from . import demo_formats
 
-    return [_equal_fpr_section, demo_formats.section]
+    return [_equal_fpr_section, demo_formats.section, _join_section]
+
+
+def _join_section() -> None:
+    from ..bench import join_bench
+
+    join_bench.demo()

@@ -13,6 +13,7 @@ COMMANDS = (
     "bloomdb.cli.demo",
     "bloomdb.cli.filter_bench",
     "bloomdb.cli.calc",
+    "bloomdb.cli.join_bench",
 )
 
 

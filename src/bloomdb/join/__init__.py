@@ -1,0 +1,15 @@
+"""``bloomdb.join``: a hash join whose build-side filter is pushed down into the probe scan.
+
+>>> from bloomdb.join import hash_join
+>>> hash_join("facts/", dim_table, on="k", aggregates=["sum(v)", "count(*)"])
+{'sum(v)': 12345, 'count(*)': 678}
+
+See :func:`hash_join` for the contract, :mod:`bloomdb.join.adaptive` for when the filter is used.
+"""
+
+from .adaptive import AdaptivePolicy, Transition
+from .build import DEFAULT_FILTER_BYTES, BuildSide
+from .hash_join import DEFAULT_FILTER, JoinStats, hash_join
+
+__all__ = ["hash_join", "JoinStats", "BuildSide", "AdaptivePolicy", "Transition", "DEFAULT_FILTER",
+           "DEFAULT_FILTER_BYTES"]

@@ -1,0 +1,114 @@
+"""Parsing what the caller asked for: join keys, output columns and aggregates."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import InvalidArgument
+
+HOWS = ("inner", "semi", "anti")
+AGG_FUNCS = ("sum", "count", "min", "max")
+_AGG_RE = re.compile(r"^\s*(\w+)\s*\(\s*([^()]*?)\s*\)\s*$")
+
+
+@dataclass(frozen=True)
+class OutColumn:
+    side: str  # "probe" | "build"
+    name: str  # column name on that side
+    out: str  # name in the result
+
+
+@dataclass(frozen=True)
+class Agg:
+    func: str  # sum | count | min | max
+    column: str | None  # None for count(*)
+    out: str
+
+
+def parse_on(on: Any) -> tuple[str, str]:
+    if isinstance(on, str) and on:
+        return on, on
+    if isinstance(on, (tuple, list)) and len(on) == 2 and all(isinstance(x, str) and x for x in on):
+        return on[0], on[1]
+    raise InvalidArgument(f"on must be a column name or a (probe_key, build_key) pair, got {on!r}")
+
+
+def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, pkey: str, bkey: str) -> list[OutColumn]:
+    """Resolve ``columns`` (None = every probe column, plus the build side's non-key columns for
+    inner joins). A name is looked up on the probe side first; ``"build.x"`` / ``"probe.x"`` pick a
+    side explicitly. Build columns are only available to inner joins."""
+    if columns is None:
+        out = [OutColumn("probe", n, n) for n in probe.names]
+        if how == "inner":
+            taken = set(probe.names)
+            for n in build.names:
+                if n != bkey:
+                    out.append(OutColumn("build", n, f"build.{n}" if n in taken else n))
+        return out
+    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+        raise InvalidArgument(f"columns must be a list of column names, got {columns!r}")
+    out = []
+    for c in columns:
+        side, _, name = c.partition(".")
+        if name and side in ("probe", "build"):
+            pass
+        elif c in probe.names:
+            side, name = "probe", c
+        elif c in build.names:
+            side, name = "build", c
+        else:
+            raise InvalidArgument(f"no column {c!r} on either side of the join")
+        schema = probe if side == "probe" else build
+        if name not in schema.names:
+            raise InvalidArgument(f"no column {name!r} on the {side} side")
+        if side == "build" and how != "inner":
+            raise InvalidArgument(f"a {how} join returns probe rows only; {c!r} is a build column")
+        out.append(OutColumn(side, name, c))
+    if len({o.out for o in out}) != len(out):
+        raise InvalidArgument("output column names must be unique")
+    return out
+
+
+def parse_aggregates(aggregates: Any, probe: pa.Schema) -> list[Agg]:
+    """``["sum(x)", "count(*)", ("max", "y")]`` or ``{"total": "sum(x)", "n": ("count", None)}``.
+
+    Aggregates read probe columns (numeric or bool for sum/min/max); ``count(*)`` counts result rows.
+    """
+    if isinstance(aggregates, dict):
+        items = list(aggregates.items())
+    elif isinstance(aggregates, (list, tuple)) and not (len(aggregates) == 2 and aggregates[0] in AGG_FUNCS
+                                                       and not isinstance(aggregates[1], (list, tuple))):
+        items = [(None, a) for a in aggregates]
+    else:
+        raise InvalidArgument(f"aggregates must be a list like ['sum(x)', 'count(*)'] or a dict, got {aggregates!r}")
+    out = []
+    for name, a in items:
+        if isinstance(a, str):
+            m = _AGG_RE.match(a)
+            if not m:
+                raise InvalidArgument(f"cannot parse aggregate {a!r} (expected e.g. 'sum(x)' or 'count(*)')")
+            func, col = m.group(1).lower(), m.group(2)
+        elif isinstance(a, (tuple, list)) and len(a) == 2:
+            func, col = str(a[0]).lower(), a[1]
+        else:
+            raise InvalidArgument(f"cannot parse aggregate {a!r}")
+        if func not in AGG_FUNCS:
+            raise InvalidArgument(f"aggregate function {func!r} is not one of {AGG_FUNCS}")
+        col = None if col in (None, "*", "") else col
+        if col is None and func != "count":
+            raise InvalidArgument(f"{func}(*) is not an aggregate; name a column")
+        if col is not None:
+            if col not in probe.names:
+                raise InvalidArgument(f"aggregate column {col!r} is not a probe column (aggregates read probe columns)")
+            t = probe.field(col).type
+            if func != "count" and not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
+                raise InvalidArgument(f"{func}({col}): column type {t} is not numeric")
+        label = name if name is not None else f"{func}({col if col is not None else '*'})"
+        out.append(Agg(func, col, label))
+    if not out:
+        raise InvalidArgument("aggregates is empty")
+    return out

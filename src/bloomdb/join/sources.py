@@ -1,0 +1,328 @@
+"""Probe-side inputs of the join, as a sequence of chunks that decode columns on demand.
+
+* :class:`ColumnarSource` — a :mod:`bloomdb.columnar` table: one chunk per row group; any column
+  decodes at selected positions only (bit-packed random access), or whole.
+* :class:`ParquetSource` — a Parquet file: one chunk per row group; the key column is read first,
+  other columns only for row groups where something survived (Parquet pages decode whole). Row
+  groups whose min/max statistics exclude every build key are skipped before any read.
+* :class:`ArrowSource` — an in-memory Arrow table cut into ``chunk_rows`` slices.
+
+Every chunk counts the rows it decoded per column in ``decoded`` (what ``explain`` reports).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .. import columnar
+from ..errors import InvalidArgument
+from .keys import JoinKeys, from_arrow, int_bits
+
+
+def _numeric_from_arrow(arr: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
+    valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else None
+    if pa.types.is_boolean(arr.type):
+        arr = arr.cast(pa.uint8())
+    if arr.null_count:
+        arr = pc.fill_null(arr, 0)
+    return arr.to_numpy(zero_copy_only=False), valid
+
+
+class ProbeChunk:
+    """One chunk of the probe side. ``whole=True`` decodes a column entirely, then gathers."""
+
+    num_rows: int
+
+    def __init__(self) -> None:
+        self.decoded: dict[str, int] = {}
+
+    def _count(self, name: str, rows: int) -> None:
+        self.decoded[name] = self.decoded.get(name, 0) + rows
+
+    def keys(self, key: str, kind: str) -> JoinKeys:
+        raise NotImplementedError
+
+    def numeric(self, name: str, positions: np.ndarray, whole: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """``(values, valid, index)``: values of the rows at ``positions`` — when ``index`` is None
+        they are exactly those rows, in order; otherwise the whole chunk, to be read at ``index``.
+        ``valid`` (None = no nulls) is indexed like ``values``."""
+        raise NotImplementedError
+
+    def arrow(self, name: str, positions: np.ndarray, whole: bool) -> pa.Array:
+        raise NotImplementedError
+
+
+class ProbeSource:
+    """A probe input: column names and types, chunk count, chunk access and min/max pruning."""
+
+    schema: pa.Schema
+    num_chunks: int
+    label: str
+
+    def chunk(self, i: int) -> ProbeChunk:
+        raise NotImplementedError
+
+    def key_stats(self, i: int, key: str) -> tuple[Any, Any]:
+        """(min, max) of the key column in chunk ``i``, or (None, None) when unknown."""
+        return None, None
+
+    def bloom_may_contain(self, key: str, values: Any) -> np.ndarray | None:
+        """Per chunk: False when the source's own filters prove none of ``values`` is in it
+        (None: the source has no filters)."""
+        return None
+
+    def chunk_rows(self, i: int) -> int:
+        raise NotImplementedError
+
+
+# ---- bloomdb columnar ---------------------------------------------------------------------
+
+
+class _ColumnarChunk(ProbeChunk):
+    def __init__(self, table: columnar.ColumnarTable, group: int):
+        super().__init__()
+        self.table, self.group = table, group
+        self.num_rows = table.row_groups[group].num_rows
+        self._chunks: dict[str, columnar.Chunk] = {}
+
+    def _chunk(self, name: str) -> columnar.Chunk:
+        ch = self._chunks.get(name)
+        if ch is None:
+            ch = self._chunks[name] = self.table.chunk(self.group, name)
+        return ch
+
+    def keys(self, key: str, kind: str) -> JoinKeys:
+        ch = self._chunk(key)
+        self._count(key, self.num_rows)
+        if kind == "int":
+            return JoinKeys(self.num_rows, ints=int_bits(ch.raw()), valid=ch.validity)
+        return from_arrow(ch.arrow(), kind)
+
+    def _rows(self, ch: columnar.Chunk, positions: np.ndarray, whole: bool) -> int:
+        return self.num_rows if (whole or ch.compressed) else positions.shape[0]
+
+    def numeric(self, name, positions, whole):
+        ch = self._chunk(name)
+        self._count(name, self._rows(ch, positions, whole))
+        valid = ch.validity
+        if whole:
+            return ch.numpy(), valid, positions
+        return ch.numpy(positions), (None if valid is None else valid[positions]), None
+
+    def arrow(self, name, positions, whole):
+        ch = self._chunk(name)
+        self._count(name, self._rows(ch, positions, whole))
+        if whole:
+            return ch.arrow().take(pa.array(positions))
+        return ch.arrow(positions)
+
+
+class ColumnarSource(ProbeSource):
+    def __init__(self, table: columnar.ColumnarTable, verify: bool = True):
+        if table.verify != verify:  # a private handle: never change the caller's table object
+            table = columnar.open(table.path, verify=verify)
+        self.table = table
+        self.schema = table.schema
+        self.num_chunks = len(table.row_groups)
+        self.label = f"columnar {table.path}"
+
+    def chunk(self, i):
+        return _ColumnarChunk(self.table, i)
+
+    def chunk_rows(self, i):
+        return self.table.row_groups[i].num_rows
+
+    def key_stats(self, i, key):
+        c = self.table.row_groups[i].chunks[self.table.column_index(key)]
+        return c.min, c.max
+
+
+# ---- Parquet ------------------------------------------------------------------------------
+
+
+class _ParquetChunk(ProbeChunk):
+    def __init__(self, src: "ParquetSource", group: int):
+        super().__init__()
+        self.src, self.group = src, group
+        self.num_rows = src.metadata.row_group(group).num_rows
+        self._cols: dict[str, pa.Array] = {}
+
+    def _col(self, name: str) -> pa.Array:
+        a = self._cols.get(name)
+        if a is None:
+            t = self.src.file().read_row_group(self.group, columns=[name], use_threads=False)
+            col = t.column(0)
+            a = self._cols[name] = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+            self._count(name, self.num_rows)
+        return a
+
+    def keys(self, key, kind):
+        return from_arrow(self._col(key), kind)
+
+    def numeric(self, name, positions, whole):
+        return (*_numeric_from_arrow(self._col(name)), positions)
+
+    def arrow(self, name, positions, whole):
+        return self._col(name).take(pa.array(positions))
+
+
+class ParquetSource(ProbeSource):
+    def __init__(self, path: str):
+        import pyarrow.parquet as pq
+
+        self.path = path
+        try:
+            pf = pq.ParquetFile(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InvalidArgument(f"cannot read {path} as Parquet: {exc}") from exc
+        self.metadata = pf.metadata
+        self.schema = pf.schema_arrow
+        self.num_chunks = self.metadata.num_row_groups
+        self.label = f"parquet {path}"
+        self._local = threading.local()
+
+    def file(self):
+        """A ParquetFile for the calling thread (readers are not shared across threads)."""
+        import pyarrow.parquet as pq
+
+        f = getattr(self._local, "f", None)
+        if f is None:
+            f = self._local.f = pq.ParquetFile(self.path, metadata=self.metadata)
+        return f
+
+    def chunk(self, i):
+        return _ParquetChunk(self, i)
+
+    def chunk_rows(self, i):
+        return self.metadata.row_group(i).num_rows
+
+    def bloom_may_contain(self, key, values):
+        """Row groups whose Parquet split-block Bloom filter may hold one of ``values``.
+
+        Fails open: a file without filters, or with filters this reader cannot use, prunes nothing.
+        """
+        from .. import parquet as bpq
+        from ..errors import BloomDBError
+
+        if len(values) == 0:
+            return None
+        try:
+            hits = bpq.row_groups_that_may_contain(self.path, key, values)
+        except BloomDBError:
+            return None
+        return hits.any(axis=0)
+
+    def key_stats(self, i, key):
+        rg = self.metadata.row_group(i)
+        for j in range(rg.num_columns):
+            c = rg.column(j)
+            if c.path_in_schema == key:
+                st = c.statistics
+                if st is not None and st.has_min_max:
+                    return st.min, st.max
+        return None, None
+
+
+# ---- Arrow ----------------------------------------------------------------------------------
+
+
+class _ArrowChunk(ProbeChunk):
+    def __init__(self, table: pa.Table):
+        super().__init__()
+        self.t = table
+        self.num_rows = table.num_rows
+
+    def _col(self, name):
+        c = self.t.column(name)
+        return c.combine_chunks() if c.num_chunks != 1 else c.chunk(0)
+
+    def keys(self, key, kind):
+        self._count(key, self.num_rows)
+        return from_arrow(self._col(key), kind)
+
+    def numeric(self, name, positions, whole):
+        self._count(name, self.num_rows if whole else positions.shape[0])
+        if whole:
+            return (*_numeric_from_arrow(self._col(name)), positions)
+        return (*_numeric_from_arrow(self._col(name).take(pa.array(positions))), None)
+
+    def arrow(self, name, positions, whole):
+        self._count(name, self.num_rows if whole else positions.shape[0])
+        return self._col(name).take(pa.array(positions))
+
+
+class ArrowSource(ProbeSource):
+    def __init__(self, table: pa.Table, chunk_rows: int = columnar.DEFAULT_CHUNK_ROWS):
+        self.table = table
+        self.schema = table.schema
+        self.rows = chunk_rows
+        self.num_chunks = -(-table.num_rows // chunk_rows)
+        self.label = "arrow table"
+
+    def chunk(self, i):
+        return _ArrowChunk(self.table.slice(i * self.rows, self.rows))
+
+    def chunk_rows(self, i):
+        return min(self.rows, self.table.num_rows - i * self.rows)
+
+
+def open_source(obj: Any, verify: bool = True, chunk_rows: int = columnar.DEFAULT_CHUNK_ROWS) -> ProbeSource:
+    """A probe source from a columnar table (path or object), a Parquet path, or Arrow-like data."""
+    if isinstance(obj, ProbeSource):
+        return obj
+    if isinstance(obj, columnar.ColumnarTable):
+        return ColumnarSource(obj, verify)
+    if isinstance(obj, (str, os.PathLike)):
+        p = os.fspath(obj)
+        if columnar.is_table(p):
+            return ColumnarSource(columnar.open(p), verify)
+        if os.path.isfile(p):
+            return ParquetSource(p)
+        raise InvalidArgument(f"{p} is neither a bloomdb columnar table folder nor a Parquet file")
+    return ArrowSource(columnar.to_arrow_table(obj), chunk_rows)
+
+
+def read_all(obj: Any, columns: list[str]) -> pa.Table:
+    """The build side as an Arrow table with just ``columns``."""
+    if isinstance(obj, columnar.ColumnarTable):
+        return obj.read(columns)
+    if isinstance(obj, (str, os.PathLike)):
+        p = os.fspath(obj)
+        if columnar.is_table(p):
+            return columnar.read(p, columns)
+        if os.path.isfile(p):
+            import pyarrow.parquet as pq
+
+            try:
+                return pq.read_table(p, columns=columns)
+            except (pa.ArrowInvalid, OSError, KeyError) as exc:
+                raise InvalidArgument(f"cannot read {columns} from {p}: {exc}") from exc
+        raise InvalidArgument(f"{p} is neither a bloomdb columnar table folder nor a Parquet file")
+    t = columnar.to_arrow_table(obj)
+    missing = [c for c in columns if c not in t.column_names]
+    if missing:
+        raise InvalidArgument(f"build side has no column(s) {missing}")
+    return t.select(columns)
+
+
+def schema_of(obj: Any) -> pa.Schema:
+    """Schema of a build-side input without reading its data (where the format allows)."""
+    if isinstance(obj, columnar.ColumnarTable):
+        return obj.schema
+    if isinstance(obj, (str, os.PathLike)):
+        p = os.fspath(obj)
+        if columnar.is_table(p):
+            return columnar.open(p).schema
+        import pyarrow.parquet as pq
+
+        try:
+            return pq.read_schema(p)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InvalidArgument(f"cannot read {p} as Parquet or a columnar table: {exc}") from exc
+    return columnar.to_arrow_table(obj).schema
