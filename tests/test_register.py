@@ -9,7 +9,7 @@ import xxhash
 from bloomdb import errors, filters
 from bloomdb.filters import _register_kernels as K
 from bloomdb.filters import math as fm
-from bloomdb.filters.register import RegisterBloom
+from bloomdb.filters.register_bloom import RegisterBloom
 
 
 def _reference_bytes(keys: list[bytes], size_bytes: int, k: int) -> bytes:

@@ -25,7 +25,7 @@ from .base import Filter, HashedFilter, open_path
 _FAMILY_MODULES = (
     "bloomdb.filters.standard",
     "bloomdb.filters.blocked",
-    "bloomdb.filters.register",
+    "bloomdb.filters.register_bloom",
     "bloomdb.filters.leveldb",
     "bloomdb.filters.sbbf",
     "bloomdb.filters.paired",

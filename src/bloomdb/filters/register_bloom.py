@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import math
 import struct
-import sys as _sys
-import types as _types
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -33,7 +31,7 @@ from ..keys import KeyBatch
 from . import _register_kernels as K
 from . import format as fmt
 from . import math as fm
-from . import register as _register_family
+from . import register
 from ._common_kernels import or_into
 from .base import HashedFilter, check_bits_per_key, check_capacity
 
@@ -65,7 +63,7 @@ def _split(n: int, parts: int) -> list[tuple[int, int]]:
     return [(i, min(n, i + step)) for i in range(0, n, step)] if n else []
 
 
-@_register_family
+@register
 class RegisterBloom(HashedFilter):
     """Register-blocked Bloom: k = 1..4 bits in one 32-bit word per key; fixed size (256 KiB default)."""
 
@@ -290,18 +288,3 @@ class RegisterBloom(HashedFilter):
     def bench_specs(cls, bits_per_key_values: list[float]) -> list[str]:
         """``register:K:B`` for each bits/key B with its best k (sized by bits/key, not 256 KiB)."""
         return [f"register:{cls.best_k(b)}:{b:g}" for b in bits_per_key_values]
-
-
-class _CallableModule(_types.ModuleType):
-    """This module shares its name with the registry decorator ``bloomdb.filters.register``.
-
-    Importing it makes Python bind ``bloomdb.filters.register`` to the module, which would break
-    ``from . import register`` in families imported after it; a callable module keeps both
-    working: ``register(cls)`` still registers ``cls``.
-    """
-
-    def __call__(self, cls):
-        return _register_family(cls)
-
-
-_sys.modules[__name__].__class__ = _CallableModule
