@@ -43,28 +43,48 @@ def _bpk_for(cls, fpr: float) -> float | None:
     return math.ceil(hi * 100) / 100
 
 
+def _k_for(cls, keys: int, bits_per_key: float) -> int:
+    """The k the family picks for ``keys`` at ``bits_per_key`` (a static family: from an empty build)."""
+    if cls.static:
+        return cls.build([], bits_per_key=bits_per_key).num_probes
+    return cls(capacity=max(1, keys), bits_per_key=bits_per_key).num_probes
+
+
 def calculate(keys: int, fpr: float, size_bytes: int | None = None) -> list[CalcRow]:
-    if keys <= 0 or not 0 < fpr < 1:
-        raise BloomDBError("--keys must be positive and --fpr in (0, 1)")
+    """One row per family whose spec number is bits per key.
+
+    Without ``size_bytes``: the filter each family builds for ``keys`` at ``fpr`` (its size, k and
+    expected FP rate), and how many keys it holds (k fixed) before its expected FP rate crosses
+    ``fpr``. With ``size_bytes``: the expected FP rate of ``keys`` in that many bytes, and the most
+    keys a filter of that size, built for them, holds at ``fpr`` or better.
+    """
+    if keys <= 0 or not 0 < fpr < 1 or (size_bytes is not None and size_bytes <= 0):
+        raise BloomDBError("--keys and --bytes must be positive and --fpr in (0, 1)")
     rows = []
     for info in filters.available():
         cls = filters.family(info.name)
         if info.spec_meaning != "bits per key":
             continue  # families sized by other parameters (fixed-size, fingerprint bits) are listed by their own tools
-        bpk = _bpk_for(cls, fpr) if size_bytes is None else size_bytes * 8 / keys
-        if bpk is None:
-            continue
         try:
-            f = cls(capacity=keys, bits_per_key=bpk) if not cls.static else None
+            if size_bytes is None:
+                bpk = _bpk_for(cls, fpr)
+                if bpk is None:
+                    continue
+                f = None if cls.static else cls(capacity=keys, bits_per_key=bpk)
+                bits = f.num_bits if f is not None else int(math.ceil(keys * bpk))
+                k = f.num_probes if f is not None else _k_for(cls, keys, bpk)
+                model = (lambda n, bits=bits, k=k: cls.expected_fpr(bits / max(n, 1), k))
+                fit = fm.keys_before_fpr(model, fpr, keys)
+                expected = model(keys)
+            else:
+                bits = size_bytes * 8
+                fit = fm.keys_before_fpr(lambda n: cls.expected_fpr(bits / max(n, 1)), fpr, keys)
+                k = _k_for(cls, keys, bits / keys) if bits / keys >= 1 else 1
+                expected = cls.expected_fpr(bits / keys)
         except BloomDBError as exc:
-            rows.append(CalcRow(info.name, 0, 0, bpk, 0, float("nan"), 0, str(exc)))
+            rows.append(CalcRow(info.name, 0, 0, 0.0, 0, float("nan"), 0, str(exc)))
             continue
-        bits = f.num_bits if f is not None else int(math.ceil(keys * bpk))
-        # a static family's k comes from an empty build at the same bits/key
-        k = f.num_probes if f is not None else cls.build([], bits_per_key=bpk).num_probes
-        model = (lambda n, bits=bits, k=k: cls.expected_fpr(bits / max(n, 1), k or None))
-        fit = fm.keys_before_fpr(model, fpr, keys)
-        rows.append(CalcRow(info.name, bits, -(-bits // 8), bits / keys, k, model(keys), fit))
+        rows.append(CalcRow(info.name, bits, -(-bits // 8), bits / keys, k, expected, fit))
     return rows
 
 

@@ -57,17 +57,23 @@ def independent_fpr(p1: float, p2: float) -> float:
 
 
 def poisson_pmf_iter(lam: float, cutoff: float = 1e-15):
-    """Yield ``(j, P[Poisson(lam) = j])`` until the tail is negligible."""
-    p = math.exp(-lam)
-    j = 0
-    total = 0.0
-    while True:
-        yield j, p
-        total += p
-        j += 1
-        p *= lam / j
-        if j > lam and (p < cutoff or total > 1.0 - cutoff):
-            return
+    """Yield ``(j, P[Poisson(lam) = j])`` over every ``j`` whose probability is not negligible.
+
+    Computed in log space from ``lgamma`` so a large ``lam`` (thousands of keys per line) does not
+    underflow ``e^-lam``; ``j`` runs over ``lam ± 12·sqrt(lam)`` plus a margin, which holds all but
+    ~1e-30 of the mass.
+    """
+    if lam <= 0:
+        yield 0, 1.0
+        return
+    spread = 12.0 * math.sqrt(lam) + 40.0
+    lo = max(0, int(lam - spread))
+    hi = int(lam + spread) + 1
+    log_lam = math.log(lam)
+    for j in range(lo, hi + 1):
+        p = math.exp(-lam + j * log_lam - math.lgamma(j + 1))
+        if p >= cutoff * 1e-3 or j == lo:
+            yield j, p
 
 
 def word_blocked_fpr(keys_per_word: float, k: int, word_bits: int = 32) -> float:
