@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
             json.dump([r.as_dict() for r in results], fh, indent=1)
     if args.plot:
         print(f"plot written to {fb.plot(results, args.plot)}")
-    bad = [r for r in results if r.fpr_is_bad()]
+    bad = [r for r in results if r.fpr_is_bad(filters.family(r.family).fpr_tolerance)]
     if bad and not args.allow_bad_fp_rate:
         for r in bad:
             print(

@@ -99,6 +99,8 @@ class Filter(ABC):
     spec_meaning: ClassVar[str] = "bits per key"
     #: A typical spec, used by docs, the demo and the generic test-suite.
     example_spec: ClassVar[str] = ""
+    #: filter-bench refuses a measured FP rate above ``fpr_tolerance`` x expected (+ 5 sigma).
+    fpr_tolerance: ClassVar[float] = 1.5
 
     _count: int
 
