@@ -1,0 +1,395 @@
+"""numba kernels of the LSM store: the all-tables filter probe and the data-block codec.
+
+Probe directory (``meta``, int64) -- one array per store version, built by :mod:`bloomdb.lsm.probe`::
+
+    meta[0]              number of L0 slots (slots 0 .. n0-1, newest table first)
+    meta[1]              number of further levels described below (L1, L2, ...)
+    meta[2 + 2j]         first slot of level j+1
+    meta[3 + 2j]         number of slots of level j+1 (tables sorted by key, non-overlapping)
+    meta[C_CHECKS]       counter: filter probes done
+    meta[C_USEFUL]       counter: probes that said "definitely not" (the read was saved)
+    meta[C_POSITIVE]     counter: probes that said "may contain"
+    meta[SLOTS + 6s ..]  slot s: kind, word offset, lines, k, min prefix, max prefix
+
+``kind`` is 0 for a table without a usable filter (none, or damaged: fail open), 1 for a
+``blocked`` filter whose words start at ``words[offset]``, 2 for a filter of another family
+(the kernel answers "may contain"; Python asks that family). A key's *prefix* is its first 8
+bytes read big-endian (zero padded), so ``a <= b`` bytewise implies ``prefix(a) <= prefix(b)``:
+range checks on prefixes are conservative and never skip a table that may hold the key.
+
+Data block (see docs/formats.md): entries ``varint shared, varint unshared, varint vlen,
+key[shared:], value`` over internal keys (user key + 8-byte little-endian ``seq << 8 | type``),
+then ``uint32`` restart offsets and their ``uint32`` count. All kernels are pure: arrays in,
+numbers/arrays out; they never raise on bad bytes (they return a status that Python turns into
+``CorruptionError``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..filters._blocked_kernels import check_bits, line_word
+from ..hashing._kernels import xxh3_64_bytes
+
+SLOTS = 24
+STRIDE = 6
+MAX_LEVELS = 9
+C_CHECKS = 20
+C_USEFUL = 21
+C_POSITIVE = 22
+
+ST_MISSING = 0
+ST_VALUE = 1
+ST_DELETED = 2
+ST_CORRUPT = -1
+
+
+@njit(cache=True, nogil=True)
+def key_prefix(data, start, length):
+    """First 8 bytes of ``data[start:start+length]`` as a big-endian uint64, zero padded."""
+    p = np.uint64(0)
+    for i in range(8):
+        p = p << np.uint64(8)
+        if i < length:
+            p |= np.uint64(data[start + i])
+    return p
+
+
+@njit(cache=True, nogil=True)
+def _check_slot(meta, words, s, h, kp):
+    base = SLOTS + s * STRIDE
+    if kp < np.uint64(meta[base + 4]) or kp > np.uint64(meta[base + 5]):
+        return False
+    kind = meta[base]
+    if kind != 1:
+        return True
+    meta[C_CHECKS] += 1
+    lines = np.uint64(meta[base + 2])
+    w = line_word(h, lines) + np.uint64(meta[base + 1])
+    if check_bits(words, w, h >> np.uint64(32), np.int64(meta[base + 3])):
+        meta[C_POSITIVE] += 1
+        return True
+    meta[C_USEFUL] += 1
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _probe(meta, words, h, kp, start):
+    n0 = meta[0]
+    for s in range(start, n0):
+        if _check_slot(meta, words, s, h, kp):
+            return s
+    for j in range(meta[1]):
+        s0 = meta[2 + 2 * j]
+        c = meta[3 + 2 * j]
+        if s0 + c <= start:
+            continue
+        lo = 0
+        hi = c
+        while lo < hi:  # first table whose max prefix >= kp
+            mid = (lo + hi) >> 1
+            if np.uint64(meta[SLOTS + (s0 + mid) * STRIDE + 5]) < kp:
+                lo = mid + 1
+            else:
+                hi = mid
+        s = max(s0 + lo, start)
+        while s < s0 + c:
+            if np.uint64(meta[SLOTS + s * STRIDE + 4]) > kp:
+                break
+            if _check_slot(meta, words, s, h, kp):
+                return s
+            s += 1
+    return -1
+
+
+@njit(cache=True, nogil=True)
+def probe(meta, words, key, start):
+    """First slot ``>= start`` that may hold ``key`` (range and filter), or -1. One hash per call."""
+    n = len(key)
+    return _probe(meta, words, xxh3_64_bytes(key, 0, n), key_prefix(key, 0, n), start)
+
+
+@njit(cache=True, nogil=True)
+def probe_many(meta, words, data, offsets, out):
+    """``out[i]`` = :func:`probe` of key ``i`` (Arrow layout) from slot 0."""
+    for i in range(offsets.shape[0] - 1):
+        s = offsets[i]
+        n = offsets[i + 1] - s
+        out[i] = _probe(meta, words, xxh3_64_bytes(data, s, n), key_prefix(data, s, n), 0)
+
+
+# ------------------------------------------------------------------------------------------
+# data blocks
+# ------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _varint(buf, p, end):
+    """(value, next position); next position -1 when the varint runs past ``end``."""
+    result = np.int64(0)
+    shift = 0
+    while p < end and shift < 63:
+        b = np.int64(buf[p])
+        p += 1
+        result |= (b & 0x7F) << shift
+        if b < 128:
+            return result, p
+        shift += 7
+    return np.int64(0), -1
+
+
+@njit(cache=True, nogil=True)
+def _r32(buf, p):
+    return (np.int64(buf[p]) | (np.int64(buf[p + 1]) << 8) | (np.int64(buf[p + 2]) << 16)
+            | (np.int64(buf[p + 3]) << 24))  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def _cmp_user(a, astart, alen, key):
+    """Bytewise compare of a[astart:astart+alen] with key: -1, 0 or 1."""
+    n = min(alen, len(key))
+    for i in range(n):
+        x = a[astart + i]
+        y = key[i]
+        if x != y:
+            return -1 if x < y else 1
+    if alen == len(key):
+        return 0
+    return -1 if alen < len(key) else 1
+
+
+@njit(cache=True, nogil=True)
+def _restarts(buf, start, size):
+    """(number of restarts, position of the restart array); (-1, 0) when malformed."""
+    if size < 4:
+        return -1, 0
+    nr = _r32(buf, start + size - 4)
+    rpos = start + size - 4 - 4 * nr
+    if nr < 1 or rpos < start:
+        return -1, 0
+    return nr, rpos
+
+
+@njit(cache=True, nogil=True)
+def block_get(buf, start, size, key, snap):
+    """Search one data block for the newest version of ``key`` with sequence ``<= snap``.
+
+    Returns ``(status, value offset, value length)``: status 1 value, 2 deletion, 0 missing,
+    -1 malformed block. Cost: a binary search over restart points plus at most one restart
+    interval of entries.
+    """
+    nr, rpos = _restarts(buf, start, size)
+    if nr < 0:
+        return ST_CORRUPT, 0, 0
+    end = rpos
+    # last restart whose user key < key
+    lo = 0
+    hi = nr
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        p = start + _r32(buf, rpos + 4 * mid)
+        shared, p = _varint(buf, p, end)
+        if p < 0:
+            return ST_CORRUPT, 0, 0
+        unshared, p = _varint(buf, p, end)
+        if p < 0:
+            return ST_CORRUPT, 0, 0
+        vlen, p = _varint(buf, p, end)
+        if p < 0 or shared != 0 or unshared < 8 or p + unshared > end:
+            return ST_CORRUPT, 0, 0
+        if _cmp_user(buf, p, unshared - 8, key) < 0:
+            lo = mid
+        else:
+            hi = mid
+    scratch = np.empty(size, np.uint8)
+    klen = 0
+    p = start + _r32(buf, rpos + 4 * lo)
+    while p < end:
+        shared, p = _varint(buf, p, end)
+        if p < 0:
+            return ST_CORRUPT, 0, 0
+        unshared, p = _varint(buf, p, end)
+        if p < 0:
+            return ST_CORRUPT, 0, 0
+        vlen, p = _varint(buf, p, end)
+        if p < 0 or shared > klen or p + unshared + vlen > end or shared + unshared < 8:
+            return ST_CORRUPT, 0, 0
+        if shared + unshared > size:
+            return ST_CORRUPT, 0, 0
+        for i in range(unshared):
+            scratch[shared + i] = buf[p + i]
+        klen = shared + unshared
+        p += unshared
+        c = _cmp_user(scratch, 0, klen - 8, key)
+        if c > 0:
+            return ST_MISSING, 0, 0
+        if c == 0:
+            tr = np.uint64(0)
+            for i in range(8):
+                tr |= np.uint64(scratch[klen - 8 + i]) << np.uint64(8 * i)
+            if (tr >> np.uint64(8)) <= np.uint64(snap):
+                if (tr & np.uint64(0xFF)) == np.uint64(1):
+                    return ST_VALUE, p, vlen
+                return ST_DELETED, p, 0
+        p += vlen
+    return ST_MISSING, 0, 0
+
+
+@njit(cache=True, nogil=True)
+def block_decode(buf, start, size):
+    """All entries of a block: ``(ok, user keys data, key offsets, trailers, value offsets, value lengths)``.
+
+    Value offsets point into ``buf``. ``ok`` is False for a malformed block.
+    """
+    nr, rpos = _restarts(buf, start, size)
+    cap = max(size // 3, 1)
+    kdata = np.empty(size * 2 + 16, np.uint8)
+    koff = np.zeros(cap + 1, np.int64)
+    trailers = np.empty(cap, np.uint64)
+    voffs = np.empty(cap, np.int64)
+    vlens = np.empty(cap, np.int64)
+    scratch = np.empty(size + 8, np.uint8)
+    if nr < 0:
+        return False, kdata, koff[:1], trailers[:0], voffs[:0], vlens[:0]
+    end = rpos
+    p = start
+    n = 0
+    klen = 0
+    kpos = 0
+    while p < end:
+        shared, p = _varint(buf, p, end)
+        if p < 0:
+            break
+        unshared, p = _varint(buf, p, end)
+        if p < 0:
+            break
+        vlen, p = _varint(buf, p, end)
+        if p < 0 or shared > klen or p + unshared + vlen > end or shared + unshared < 8 or n >= cap:
+            p = -1
+            break
+        if shared + unshared > scratch.shape[0]:
+            p = -1
+            break
+        for i in range(unshared):
+            scratch[shared + i] = buf[p + i]
+        klen = shared + unshared
+        p += unshared
+        uk = klen - 8
+        if kpos + uk > kdata.shape[0]:
+            grown = np.empty(max(kdata.shape[0] * 2, kpos + uk), np.uint8)
+            grown[:kpos] = kdata[:kpos]
+            kdata = grown
+        for i in range(uk):
+            kdata[kpos + i] = scratch[i]
+        kpos += uk
+        tr = np.uint64(0)
+        for i in range(8):
+            tr |= np.uint64(scratch[uk + i]) << np.uint64(8 * i)
+        trailers[n] = tr
+        voffs[n] = p
+        vlens[n] = vlen
+        n += 1
+        koff[n] = kpos
+        p += vlen
+    if p != end:
+        return False, kdata, koff[:1], trailers[:0], voffs[:0], vlens[:0]
+    return True, kdata[:kpos], koff[: n + 1], trailers[:n], voffs[:n], vlens[:n]
+
+
+@njit(cache=True, nogil=True)
+def _put_varint(out, p, v):
+    while v >= 128:
+        out[p] = np.uint8((v & 0x7F) | 0x80)
+        v >>= 7
+        p += 1
+    out[p] = np.uint8(v)
+    return p + 1
+
+
+@njit(cache=True, nogil=True)
+def encode_blocks(kdata, koff, trailers, vdata, voff, block_size, restart_interval):
+    """Encode sorted entries into data blocks.
+
+    Entry ``i`` has user key ``kdata[koff[i]:koff[i+1]]``, trailer ``trailers[i]`` and value
+    ``vdata[voff[i]:voff[i+1]]``. A block ends once it holds ``>= block_size`` bytes, but never
+    between two versions of one user key (so a point read looks in exactly one block).
+    Returns ``(out, block_ends, block_last_entry)``: the blocks back to back in ``out``, the end
+    offset of each block in ``out`` and the index of its last entry.
+    """
+    n = koff.shape[0] - 1
+    total = 0
+    for i in range(n):
+        total += (koff[i + 1] - koff[i]) + 8 + (voff[i + 1] - voff[i]) + 15
+    nblocks_max = n + 1
+    out = np.empty(total + 8 * (n // max(restart_interval, 1) + 2) + 8 * nblocks_max + 64, np.uint8)
+    ends = np.empty(nblocks_max, np.int64)
+    lasts = np.empty(nblocks_max, np.int64)
+    restarts = np.empty(n + 1, np.int64)
+    prev = np.empty(0, np.uint8)
+    cur = np.empty(0, np.uint8)
+    nb = 0
+    p = 0
+    bstart = 0
+    nr = 0
+    count = 0
+    prev_len = 0
+    for i in range(n):
+        ks = koff[i]
+        uk = koff[i + 1] - ks
+        klen = uk + 8
+        if cur.shape[0] < klen:
+            cur = np.empty(klen * 2, np.uint8)
+        for j in range(uk):
+            cur[j] = kdata[ks + j]
+        tr = trailers[i]
+        for j in range(8):
+            cur[uk + j] = np.uint8((tr >> np.uint64(8 * j)) & np.uint64(0xFF))
+        shared = 0
+        if count % restart_interval == 0:
+            restarts[nr] = p - bstart
+            nr += 1
+        else:
+            m = min(prev_len, klen)
+            while shared < m and prev[shared] == cur[shared]:
+                shared += 1
+        vs = voff[i]
+        vlen = voff[i + 1] - vs
+        p = _put_varint(out, p, shared)
+        p = _put_varint(out, p, klen - shared)
+        p = _put_varint(out, p, vlen)
+        for j in range(shared, klen):
+            out[p] = cur[j]
+            p += 1
+        for j in range(vlen):
+            out[p] = vdata[vs + j]
+            p += 1
+        count += 1
+        prev, cur = cur, prev
+        prev_len = klen
+        same_next = False
+        if i + 1 < n:
+            nk = koff[i + 2] - koff[i + 1]
+            if nk == uk:
+                same_next = True
+                for j in range(uk):
+                    if kdata[koff[i + 1] + j] != kdata[ks + j]:
+                        same_next = False
+                        break
+        if i == n - 1 or (p - bstart >= block_size and not same_next):
+            for r in range(nr):
+                v = restarts[r]
+                for j in range(4):
+                    out[p + j] = np.uint8((v >> (8 * j)) & 0xFF)
+                p += 4
+            for j in range(4):
+                out[p + j] = np.uint8((nr >> (8 * j)) & 0xFF)
+            p += 4
+            ends[nb] = p
+            lasts[nb] = i
+            nb += 1
+            bstart = p
+            nr = 0
+            count = 0
+            prev_len = 0
+    return out[:p], ends[:nb], lasts[:nb]

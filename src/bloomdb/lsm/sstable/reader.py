@@ -1,0 +1,192 @@
+"""Open and read one table.
+
+Opening reads the footer, meta and index blocks once (checked, kept in memory as Python lists
+for ``bisect``); the file stays memory-mapped. The filter block is read on the first call of
+:meth:`Table.filter` and kept; if it is damaged the table answers "may contain" for every key
+(``filter_damaged`` is set; the store counts it). Data blocks are checked (CRC32C) the first
+time they are read; compressed blocks are decompressed through the store's block cache.
+Damaged data or index blocks raise :class:`~bloomdb.errors.CorruptionError` naming the file.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from bisect import bisect_left
+
+import numpy as np
+
+from ... import filters
+from ...errors import CorruptionError
+from .. import _lsm_kernels as K
+from .block import RAW, TRAILER, unframe
+from .footer import decode_footer, decode_meta
+
+MISSING = object()  #: the table holds no version of the key visible at the snapshot
+DELETED = object()  #: the visible version is a deletion
+
+
+class Table:
+    """A read-only table. Thread-safe: its state only grows (checked blocks, loaded filter)."""
+
+    def __init__(self, fs, path: str, number: int, cache=None):
+        self.path = path
+        self.number = number
+        buf = fs.read_all(path)
+        self._buf = buf
+        self._arr = np.frombuffer(buf, dtype=np.uint8) if len(buf) else np.zeros(0, np.uint8)
+        self.file_size = len(buf)
+        h = decode_footer(buf, path)
+        self._handles = h
+        _, m = unframe(buf, h.meta_off, h.meta_size, path, "meta")
+        self.meta = decode_meta(m if m is not None else bytes(buf[h.meta_off : h.meta_off + h.meta_size]), path)
+        _, ib = unframe(buf, h.index_off, h.index_size, path, "index")
+        self._parse_index(ib if ib is not None else bytes(buf[h.index_off : h.index_off + h.index_size]))
+        self.min_key = self.meta.min_key
+        self.max_key = self.meta.max_key
+        self._checked = bytearray(len(self.offsets))
+        self._cache = cache
+        self._filter = None
+        self._filter_loaded = False
+        self.filter_damaged = False
+        self._lock = threading.Lock()
+
+    def _parse_index(self, b: bytes) -> None:
+        try:
+            (n,) = struct.unpack_from("<I", b, 0)
+            p = 4
+            keys, offs, sizes = [], [], []
+            for _ in range(n):
+                off, size, klen = struct.unpack_from("<QII", b, p)
+                p += 16
+                keys.append(b[p : p + klen])
+                p += klen
+                offs.append(off)
+                sizes.append(size)
+            if p != len(b) or n != self.meta.num_blocks or n == 0:
+                raise ValueError("index does not match the meta block")
+        except (struct.error, ValueError) as e:
+            raise CorruptionError(f"malformed index block: {e}", self.path) from None
+        if any(keys[i] > keys[i + 1] for i in range(n - 1)) or keys[-1] != self.meta.max_key:
+            raise CorruptionError("index keys out of order", self.path)
+        self.last_keys = keys
+        self.offsets = offs
+        self.sizes = sizes
+
+    # -- filter -------------------------------------------------------------------------------
+    def filter(self):
+        """The table's filter (``None`` when it has none or it is damaged). Loaded once."""
+        if self._filter_loaded:
+            return self._filter
+        with self._lock:
+            if not self._filter_loaded:
+                h = self._handles
+                if h.filter_size:
+                    try:
+                        _, fb = unframe(self._buf, h.filter_off, h.filter_size, self.path, "filter")
+                        self._filter = filters.from_bytes(fb if fb is not None else self._buf[h.filter_off : h.filter_off + h.filter_size])
+                    except Exception:  # noqa: BLE001 - a damaged filter fails open
+                        self._filter = None
+                        self.filter_damaged = True
+                self._filter_loaded = True
+        return self._filter
+
+    @property
+    def filter_bytes(self) -> int:
+        return self._handles.filter_size
+
+    # -- blocks -------------------------------------------------------------------------------
+    def block(self, i: int):
+        """``(array, bytes-like, offset, size)`` of data block ``i``, checked; may raise CorruptionError."""
+        off = self.offsets[i]
+        size = self.sizes[i]
+        if self._checked[i] == 1:
+            return self._arr, self._buf, off, size
+        cache = self._cache
+        if cache is not None:
+            hit = cache.get((self.number, i))
+            if hit is not None:
+                return hit[0], hit[1], 0, len(hit[1])
+        typ, data = unframe(self._buf, off, size, self.path, "data")
+        if typ == RAW:
+            self._checked[i] = 1
+            return self._arr, self._buf, off, size
+        arr = np.frombuffer(data, dtype=np.uint8)
+        if cache is not None:
+            cache.put((self.number, i), (arr, data), len(data))
+        return arr, data, 0, len(data)
+
+    def get(self, key: bytes, snap: int):
+        """The newest version of ``key`` with sequence ``<= snap``: value bytes, DELETED or MISSING."""
+        i = bisect_left(self.last_keys, key)
+        if i == len(self.last_keys):
+            return MISSING
+        arr, raw, off, size = self.block(i)
+        st, vo, vl = K.block_get(arr, off, size, key, snap)
+        if st == 1:
+            return raw[vo : vo + vl]
+        if st == 2:
+            return DELETED
+        if st == 0:
+            return MISSING
+        raise CorruptionError(f"data block {i} is malformed", self.path)
+
+    def decode_block(self, i: int) -> tuple[list[bytes], list[int], list[bytes]]:
+        """All entries of block ``i``: user keys, trailers (``seq << 8 | type``), values."""
+        arr, raw, off, size = self.block(i)
+        ok, kdata, koff, trailers, voffs, vlens = K.block_decode(arr, off, size)
+        if not ok:
+            raise CorruptionError(f"data block {i} is malformed", self.path)
+        kb = kdata.tobytes()
+        ko = koff.tolist()
+        keys = [kb[ko[j] : ko[j + 1]] for j in range(len(ko) - 1)]
+        values = [raw[a : a + b] for a, b in zip(voffs.tolist(), vlens.tolist())]
+        return keys, trailers.tolist(), values
+
+    def num_blocks(self) -> int:
+        return len(self.offsets)
+
+    def first_block_for(self, key: bytes) -> int:
+        return bisect_left(self.last_keys, key)
+
+    def entries(self):
+        """Every entry in order: ``(key, trailer, value)``."""
+        for i in range(len(self.offsets)):
+            keys, trs, vals = self.decode_block(i)
+            yield from zip(keys, trs, vals)
+
+
+class BlockCache:
+    """A small LRU of decompressed blocks (``capacity`` bytes), shared by the store's tables."""
+
+    def __init__(self, capacity: int):
+        from collections import OrderedDict
+
+        self.capacity = capacity
+        self._d: "OrderedDict" = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key):
+        with self._lock:
+            v = self._d.get(key)
+            if v is None:
+                self.misses += 1
+                return None
+            self._d.move_to_end(key)
+            self.hits += 1
+            return v[0]
+
+    def put(self, key, value, nbytes: int) -> None:
+        if nbytes > self.capacity:
+            return
+        with self._lock:
+            if key in self._d:
+                return
+            self._d[key] = (value, nbytes)
+            self._bytes += nbytes
+            while self._bytes > self.capacity:
+                _, (_, b) = self._d.popitem(last=False)
+                self._bytes -= b

@@ -1,0 +1,112 @@
+"""An immutable snapshot of which tables are live at which level, and the probe directory over them.
+
+L0 tables may overlap and are kept newest first (by largest sequence); tables of L1+ do not
+overlap and are kept in key order. A :class:`Version` is never changed; an edit
+(:meth:`Version.apply`) makes a new one. Readers take the current version without a lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _lsm_kernels as K
+from .options import MAX_LEVELS
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A live table: its manifest facts and its open reader."""
+
+    level: int
+    info: object  # sstable.TableInfo
+    table: object  # sstable.Table
+
+    @property
+    def number(self) -> int:
+        return self.info.number
+
+
+def _prefix_int(key: bytes) -> int:
+    v = int.from_bytes(key[:8].ljust(8, b"\0"), "big")
+    return v - (1 << 64) if v >= (1 << 63) else v  # int64 bit pattern
+
+
+class Version:
+    def __init__(self, levels: list[list[TableRef]]):
+        lv = [list(x) for x in levels] + [[] for _ in range(MAX_LEVELS - len(levels))]
+        lv[0].sort(key=lambda r: (r.info.max_seq, r.number), reverse=True)
+        for i in range(1, MAX_LEVELS):
+            lv[i].sort(key=lambda r: r.info.min_key)
+        self.levels: tuple[tuple[TableRef, ...], ...] = tuple(tuple(x) for x in lv)
+        self.slots: tuple[TableRef, ...] = tuple(r for level in self.levels for r in level)
+        self._probe = None
+        self._lock = threading.Lock()
+        self.counters_base = None
+
+    def apply(self, deleted: set[int], added: list[TableRef]) -> "Version":
+        levels = [[r for r in level if r.number not in deleted] for level in self.levels]
+        for r in added:
+            levels[r.level].append(r)
+        return Version(levels)
+
+    def all_refs(self):
+        return self.slots
+
+    def level_bytes(self, level: int) -> int:
+        return sum(r.info.file_size for r in self.levels[level])
+
+    def deepest_nonempty(self) -> int:
+        for i in range(MAX_LEVELS - 1, -1, -1):
+            if self.levels[i]:
+                return i
+        return 0
+
+    # -- the probe directory ------------------------------------------------------------------
+    def probe(self):
+        """``(meta, words, kinds)`` for :func:`_lsm_kernels.probe`; built (and filters loaded) once."""
+        p = self._probe
+        if p is not None:
+            return p
+        with self._lock:
+            if self._probe is None:
+                self._probe = self._build_probe()
+            return self._probe
+
+    def _build_probe(self):
+        from ..filters.blocked import BlockedBloom
+
+        slots = self.slots
+        meta = np.zeros(K.SLOTS + K.STRIDE * max(1, len(slots)), np.int64)
+        meta[0] = len(self.levels[0])
+        meta[1] = MAX_LEVELS - 1
+        s = len(self.levels[0])
+        for j in range(1, MAX_LEVELS):
+            meta[2 + 2 * (j - 1)] = s
+            meta[3 + 2 * (j - 1)] = len(self.levels[j])
+            s += len(self.levels[j])
+        chunks = []
+        woff = 0
+        others = []
+        for i, r in enumerate(slots):
+            base = K.SLOTS + K.STRIDE * i
+            f = r.table.filter()
+            kind = 0
+            if isinstance(f, BlockedBloom):
+                w, lines, k = f.kernel_args
+                kind = 1
+                meta[base + 1] = woff
+                meta[base + 2] = int(lines)
+                meta[base + 3] = k
+                chunks.append(w)
+                woff += w.shape[0]
+            elif f is not None:
+                kind = 2
+            others.append(f if kind == 2 else None)
+            meta[base] = kind
+            meta[base + 4] = _prefix_int(r.info.min_key)
+            meta[base + 5] = _prefix_int(r.info.max_key)
+        words = np.concatenate(chunks) if chunks else np.zeros(16, np.uint32)
+        return meta, words, tuple(others)
