@@ -20,8 +20,9 @@ import threading
 class RealFile:
     """Unbuffered append-only file: every ``write`` reaches the OS (survives a process kill)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, fsync: bool = True):
         self.path = path
+        self._fsync = fsync
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def write(self, data) -> None:
@@ -31,7 +32,8 @@ class RealFile:
             view = view[n:]
 
     def sync(self) -> None:
-        os.fsync(self._fd)
+        if self._fsync:
+            os.fsync(self._fd)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -40,10 +42,17 @@ class RealFile:
 
 
 class RealFS:
-    """The operating system's files (``os``/``mmap``)."""
+    """The operating system's files (``os``/``mmap``).
+
+    ``fsync=False`` skips every fsync (data survives a process crash but not a power cut): for
+    tests and benchmarks that are not about durability.
+    """
+
+    def __init__(self, fsync: bool = True):
+        self.fsync = fsync
 
     def open_append(self, path: str) -> RealFile:
-        return RealFile(path)
+        return RealFile(path, self.fsync)
 
     def write_atomic(self, path: str, data: bytes) -> None:
         tmp = path + ".tmp"
@@ -57,6 +66,8 @@ class RealFS:
         self.sync_dir(os.path.dirname(path) or ".")
 
     def sync_dir(self, path: str) -> None:
+        if not self.fsync:
+            return
         fd = os.open(path, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -131,6 +142,7 @@ class FaultyFS(RealFS):
     """
 
     def __init__(self, write_budget: int | None = None, fail_sync: bool = False):
+        super().__init__(fsync=True)
         self.write_budget = write_budget
         self.fail_sync = fail_sync
         self.faults = 0
