@@ -437,8 +437,11 @@ class DB:
             new = self._version.apply(deleted, added)
             old = self._version
             self._version = new
+            # logs older than the oldest unflushed memtable's are obsolete (not the current
+            # memtable's: a compaction may finish while an immutable memtable awaits its flush)
+            live_log = self._mem.log_number if (drop_imm or self._imm is None) else self._imm.log_number
             try:
-                self._save_manifest(self._mem.log_number)
+                self._save_manifest(live_log)
             except BaseException:
                 self._version = old
                 raise
