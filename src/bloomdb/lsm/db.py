@@ -427,9 +427,20 @@ class DB:
         imm = self._imm
         if imm is None:
             return
-        ref = self._write_table(imm, 0)
+        try:
+            ref = self._write_table(imm, 0)
+            with self._lock:
+                self._install(set(), [ref], drop_imm=True)
+        except BaseException as e:
+            self._fail(e)
+            raise
+
+    def _fail(self, e: BaseException) -> None:
+        """Stop accepting writes after an I/O failure in a flush or compaction."""
         with self._lock:
-            self._install(set(), [ref], drop_imm=True)
+            if self._bg_error is None:
+                self._bg_error = e
+            self._cond.notify_all()
 
     def _install(self, deleted: set[int], added: list[TableRef], drop_imm: bool = False) -> None:
         """Make the edit durable (manifest) and visible (one state swap); then delete old files."""
@@ -473,12 +484,16 @@ class DB:
         with self._lock:
             version = self._version
             smallest = min(self._snapshots) if self._snapshots else self._seq
-        deleted, added, written = executor.run(task, version, _Ctx(self, smallest))
-        self._stats["bytes_compacted"] += written
-        self._stats["compactions"] += 1
-        if task.level > 0:
-            self._compact_pointers[task.level] = task.largest
-        self._install(deleted, added)
+        try:
+            deleted, added, written = executor.run(task, version, _Ctx(self, smallest))
+            self._stats["bytes_compacted"] += written
+            self._stats["compactions"] += 1
+            if task.level > 0:
+                self._compact_pointers[task.level] = task.largest
+            self._install(deleted, added)
+        except BaseException as e:
+            self._fail(e)
+            raise
 
     def _maybe_compact_inline(self) -> None:
         while self._compact_once():
