@@ -13,6 +13,8 @@ COMMANDS = (
     "bloomdb.cli.demo",
     "bloomdb.cli.filter_bench",
     "bloomdb.cli.calc",
+    "bloomdb.cli.db_bench",
+    "bloomdb.cli.db_stress",
 )
 
 

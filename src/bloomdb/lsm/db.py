@@ -236,7 +236,7 @@ class DB:
             info = self._write_table(mem, 0)
             self._version = self._version.apply(set(), [info])
         log_number = self._new_file_number()
-        self._log = wal.LogWriter(fs, self._file(f"{log_number:06d}.log"), log_number)
+        self._log = wal.LogWriter(fs, self._file(f"{log_number:06d}.log"), log_number, self.options.wal_buffer_bytes)
         self._mem = MemTable(log_number)
         self._imm = None
         self._save_manifest(log_number)
@@ -387,10 +387,14 @@ class DB:
 
     def _switch_memtable(self) -> None:
         n = self._new_file_number()
-        log = wal.LogWriter(self._fs, self._file(f"{n:06d}.log"), n)
+        log = wal.LogWriter(self._fs, self._file(f"{n:06d}.log"), n, self.options.wal_buffer_bytes)
         old = self._log
         self._log = log
-        old.close()
+        try:
+            old.close()
+        except BaseException as e:
+            self._fail(e)
+            raise
         self._imm = self._mem
         self._mem = MemTable(n)
         self._state = (self._mem, self._imm, self._version)

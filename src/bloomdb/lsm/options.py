@@ -28,6 +28,9 @@ class Options:
     * ``compression``: ``None``, ``"zstd"`` or ``"lz4"``, per data block.
     * ``block_cache_bytes``: LRU cache of decompressed data blocks (compressed tables only;
       uncompressed blocks are read straight from the memory-mapped file).
+    * ``wal_buffer_bytes``: unsynced WAL records are buffered in the process up to this many
+      bytes (64 KiB) before one ``write`` syscall; a process crash may lose them (``sync=True``
+      writes never). ``0``: every write reaches the OS before ``put`` returns.
     * ``paranoid_checks``: a damaged WAL record in the middle of a log raises ``CorruptionError``
       (``False``: recovery stops at the damage and keeps what came before).
     * ``create_if_missing`` / ``error_if_exists``: as in LevelDB.
@@ -49,6 +52,7 @@ class Options:
     level_ratio: float = 10.0
     compression: str | None = None
     block_cache_bytes: int = 8 << 20
+    wal_buffer_bytes: int = 64 << 10
     paranoid_checks: bool = True
     create_if_missing: bool = True
     error_if_exists: bool = False
@@ -73,6 +77,8 @@ class Options:
             raise InvalidArgument(f"Options.level_ratio must be > 1, got {self.level_ratio!r}")
         if self.compression not in (None, "zstd", "lz4"):
             raise InvalidArgument(f"Options.compression must be None, 'zstd' or 'lz4', got {self.compression!r}")
+        if not isinstance(self.wal_buffer_bytes, int) or self.wal_buffer_bytes < 0:
+            raise InvalidArgument("Options.wal_buffer_bytes must be an integer >= 0")
         if not isinstance(self.block_cache_bytes, int) or self.block_cache_bytes < 0:
             raise InvalidArgument("Options.block_cache_bytes must be an integer >= 0")
         specs = [self.filter, *self.filter_per_level.values()]
