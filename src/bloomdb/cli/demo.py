@@ -41,4 +41,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _sections():
     """Further demo sections contributed by the engines (store, join), in order."""
-    return []
+    from ..bench.lsm_demo import demo_hook as lsm_hook
+
+    return [lsm_hook]

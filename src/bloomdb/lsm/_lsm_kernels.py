@@ -9,13 +9,15 @@ Probe directory (``meta``, int64) -- one array per store version, built by :mod:
     meta[C_CHECKS]       counter: filter probes done
     meta[C_USEFUL]       counter: probes that said "definitely not" (the read was saved)
     meta[C_POSITIVE]     counter: probes that said "may contain"
-    meta[SLOTS + 6s ..]  slot s: kind, word offset, lines, k, min prefix, max prefix
+    meta[SLOTS + 8s ..]  slot s: kind, word offset, lines, k, min key offset, min key length,
+                         max key offset, max key length (offsets into ``bounds``, a uint8 array
+                         holding every slot's smallest and largest user key)
 
 ``kind`` is 0 for a table without a usable filter (none, or damaged: fail open), 1 for a
 ``blocked`` filter whose words start at ``words[offset]``, 2 for a filter of another family
-(the kernel answers "may contain"; Python asks that family). A key's *prefix* is its first 8
-bytes read big-endian (zero padded), so ``a <= b`` bytewise implies ``prefix(a) <= prefix(b)``:
-range checks on prefixes are conservative and never skip a table that may hold the key.
+(the kernel answers "may contain"; Python asks that family). A slot is a candidate only when
+``min key <= key <= max key`` (full bytewise comparison), so a lookup probes at most one table
+per level below L0.
 
 Data block (see docs/formats.md): entries ``varint shared, varint unshared, varint vlen,
 key[shared:], value`` over internal keys (user key + 8-byte little-endian ``seq << 8 | type``),
@@ -33,7 +35,7 @@ from ..filters._blocked_kernels import check_bits, line_word
 from ..hashing._kernels import xxh3_64_bytes
 
 SLOTS = 24
-STRIDE = 6
+STRIDE = 8
 MAX_LEVELS = 9
 C_CHECKS = 20
 C_USEFUL = 21
@@ -46,20 +48,25 @@ ST_CORRUPT = -1
 
 
 @njit(cache=True, nogil=True)
-def key_prefix(data, start, length):
-    """First 8 bytes of ``data[start:start+length]`` as a big-endian uint64, zero padded."""
-    p = np.uint64(0)
-    for i in range(8):
-        p = p << np.uint64(8)
-        if i < length:
-            p |= np.uint64(data[start + i])
-    return p
+def _cmp(a, astart, alen, b, bstart, blen):
+    """Bytewise compare of ``a[astart:astart+alen]`` with ``b[bstart:bstart+blen]``: -1, 0, 1."""
+    n = min(alen, blen)
+    for i in range(n):
+        x = a[astart + i]
+        y = b[bstart + i]
+        if x != y:
+            return -1 if x < y else 1
+    if alen == blen:
+        return 0
+    return -1 if alen < blen else 1
 
 
 @njit(cache=True, nogil=True)
-def _check_slot(meta, words, s, h, kp):
+def _check_slot(meta, words, bounds, s, h, key, kstart, klen):
     base = SLOTS + s * STRIDE
-    if kp < np.uint64(meta[base + 4]) or kp > np.uint64(meta[base + 5]):
+    if _cmp(key, kstart, klen, bounds, meta[base + 4], meta[base + 5]) < 0:
+        return False
+    if _cmp(key, kstart, klen, bounds, meta[base + 6], meta[base + 7]) > 0:
         return False
     kind = meta[base]
     if kind != 1:
@@ -75,48 +82,47 @@ def _check_slot(meta, words, s, h, kp):
 
 
 @njit(cache=True, nogil=True)
-def _probe(meta, words, h, kp, start):
+def _probe(meta, words, bounds, h, key, kstart, klen, start):
     n0 = meta[0]
     for s in range(start, n0):
-        if _check_slot(meta, words, s, h, kp):
+        if _check_slot(meta, words, bounds, s, h, key, kstart, klen):
             return s
     for j in range(meta[1]):
         s0 = meta[2 + 2 * j]
         c = meta[3 + 2 * j]
-        if s0 + c <= start:
+        if s0 + c <= start or c == 0:
             continue
         lo = 0
         hi = c
-        while lo < hi:  # first table whose max prefix >= kp
+        while lo < hi:  # first table whose max key >= key
             mid = (lo + hi) >> 1
-            if np.uint64(meta[SLOTS + (s0 + mid) * STRIDE + 5]) < kp:
+            b = SLOTS + (s0 + mid) * STRIDE
+            if _cmp(bounds, meta[b + 6], meta[b + 7], key, kstart, klen) < 0:
                 lo = mid + 1
             else:
                 hi = mid
-        s = max(s0 + lo, start)
-        while s < s0 + c:
-            if np.uint64(meta[SLOTS + s * STRIDE + 4]) > kp:
-                break
-            if _check_slot(meta, words, s, h, kp):
-                return s
-            s += 1
+        s = s0 + lo
+        if s < start or s >= s0 + c:
+            continue
+        if _check_slot(meta, words, bounds, s, h, key, kstart, klen):
+            return s
     return -1
 
 
 @njit(cache=True, nogil=True)
-def probe(meta, words, key, start):
+def probe(meta, words, bounds, key, start):
     """First slot ``>= start`` that may hold ``key`` (range and filter), or -1. One hash per call."""
     n = len(key)
-    return _probe(meta, words, xxh3_64_bytes(key, 0, n), key_prefix(key, 0, n), start)
+    return _probe(meta, words, bounds, xxh3_64_bytes(key, 0, n), key, 0, n, start)
 
 
 @njit(cache=True, nogil=True)
-def probe_many(meta, words, data, offsets, out):
+def probe_many(meta, words, bounds, data, offsets, out):
     """``out[i]`` = :func:`probe` of key ``i`` (Arrow layout) from slot 0."""
     for i in range(offsets.shape[0] - 1):
         s = offsets[i]
         n = offsets[i + 1] - s
-        out[i] = _probe(meta, words, xxh3_64_bytes(data, s, n), key_prefix(data, s, n), 0)
+        out[i] = _probe(meta, words, bounds, xxh3_64_bytes(data, s, n), data, s, n, 0)
 
 
 # ------------------------------------------------------------------------------------------

@@ -37,6 +37,9 @@ from .sstable.reader import BlockCache
 from .version import TableRef, Version
 
 MAX_SEQ = (1 << 56) - 1
+_PUT1 = wal._PUT1
+_U32 = wal._U32
+_crc = wal._crc.crc32c
 _TABLE_RE = re.compile(r"^(\d+)\.sst$")
 _LOG_RE = re.compile(r"^(\d+)\.log$")
 
@@ -323,7 +326,10 @@ class DB:
                 self._check_writable()
                 self._make_room()
             seq = self._seq + 1
-            self._append(wal.encode_put(seq, key, value), sync)
+            # wal.encode_put, inlined: this is the hot path of every unbatched write
+            payload = b"".join((_PUT1.pack(seq, 1, 1, len(key)), key, _U32.pack(len(value)), value))
+            n = _U32.pack(len(payload))
+            self._append(b"".join((_U32.pack(_crc(payload, _crc(n))), n, payload)), sync)
             self._seq = seq
             self._mem.add(seq, key, value, bool(self._snapshots))
 
@@ -535,13 +541,13 @@ class DB:
             v = e[1]
             return default if v is None else v
         p = ver._probe or ver.probe()
-        meta, words = p[0], p[1]
-        s = K.probe(meta, words, key, 0)
+        meta, words, _, bounds = p
+        s = K.probe(meta, words, bounds, key, 0)
         while s >= 0:
             r = self._read_slot(ver, p, s, key, snap)
             if r is not MISSING:
                 return default if r is DELETED else r
-            s = K.probe(meta, words, key, s + 1)
+            s = K.probe(meta, words, bounds, key, s + 1)
         return default
 
     def _read_slot(self, ver: Version, p, s: int, key: bytes, snap: int):
@@ -565,18 +571,20 @@ class DB:
         batch are done by one kernel call (one hash per key)."""
         keys = [k if type(k) is bytes else _key(k) for k in keys]
         n = len(keys)
-        out = [default] * n
         mem, imm, ver = self._state
         snap = MAX_SEQ if snapshot is None else snapshot.seq
-        todo = []
-        for i, k in enumerate(keys):
-            e = mem.get(k, None if snapshot is None else snap)
-            if e is None and imm is not None:
-                e = imm.get(k, None if snapshot is None else snap)
-            if e is None:
-                todo.append(i)
-            elif e[1] is not None:
-                out[i] = e[1]
+        if snapshot is None:
+            get = mem.latest.get
+            found = [get(k) for k in keys]
+            if imm is not None:
+                get = imm.latest.get
+                found = [e if e is not None else get(k) for k, e in zip(keys, found)]
+        else:
+            found = [mem.get(k, snap) for k in keys]
+            if imm is not None:
+                found = [e if e is not None else imm.get(k, snap) for k, e in zip(keys, found)]
+        out = [default if e is None or e[1] is None else e[1] for e in found]
+        todo = [i for i, e in enumerate(found) if e is None]
         if not todo:
             return out
         sub = keys if len(todo) == n else [keys[i] for i in todo]
@@ -585,8 +593,8 @@ class DB:
         np.cumsum(np.fromiter(map(len, sub), np.int64, len(sub)), out=offsets[1:])
         slots = np.empty(len(sub), np.int64)
         p = ver._probe or ver.probe()
-        meta, words = p[0], p[1]
-        K.probe_many(meta, words, data, offsets, slots)
+        meta, words, _, bounds = p
+        K.probe_many(meta, words, bounds, data, offsets, slots)
         hits = np.flatnonzero(slots >= 0)
         if hits.size:
             sl = slots.tolist()
@@ -599,7 +607,7 @@ class DB:
                         if r is not DELETED:
                             out[todo[j]] = r
                         break
-                    s = K.probe(meta, words, key, s + 1)
+                    s = K.probe(meta, words, bounds, key, s + 1)
         return out
 
     def __contains__(self, key) -> bool:

@@ -2,7 +2,8 @@
 
 ``latest`` maps a key to its newest ``(seq, value)`` (``value is None`` = tombstone) so a point
 read is one dict lookup; ``keys`` (a ``sortedcontainers.SortedList``) keeps the distinct keys in
-bytewise order for scans and flushes; ``history`` keeps superseded versions, but only while a
+bytewise order for scans and flushes -- new keys are appended to ``pending`` by writers (O(1))
+and merged into ``keys`` in one ``SortedList.update`` by the next scan or flush; ``history`` keeps superseded versions, but only while a
 snapshot is live (nobody else can see them). Writers hold the store's lock; readers do not lock:
 a dict read is atomic under the GIL, and scans copy their range under the store's lock.
 """
@@ -15,12 +16,13 @@ _ENTRY_OVERHEAD = 48
 
 
 class MemTable:
-    __slots__ = ("latest", "history", "keys", "bytes", "log_number", "entries")
+    __slots__ = ("latest", "history", "keys", "pending", "bytes", "log_number", "entries")
 
     def __init__(self, log_number: int = 0):
         self.latest: dict[bytes, tuple[int, bytes | None]] = {}
         self.history: dict[bytes, list[tuple[int, bytes | None]]] = {}
         self.keys = SortedList()
+        self.pending: list[bytes] = []
         self.bytes = 0
         self.entries = 0
         self.log_number = log_number
@@ -29,7 +31,7 @@ class MemTable:
         """Insert a version. ``keep_old``: a snapshot is live, keep the version this one hides."""
         old = self.latest.get(key)
         if old is None:
-            self.keys.add(key)
+            self.pending.append(key)
         elif keep_old:
             self.history.setdefault(key, []).append(old)
         self.latest[key] = (seq, value)
@@ -52,8 +54,15 @@ class MemTable:
         out.extend(reversed(self.history.get(key, ())))
         return out
 
+    def _merge_pending(self) -> None:
+        if self.pending:
+            self.keys.update(self.pending)
+            self.pending = []
+
     def range_items(self, start: bytes | None, end: bytes | None, snap: int) -> list[tuple[bytes, int, bytes | None]]:
-        """``(key, seq, value)`` of the newest version ``<= snap`` per key in ``[start, end)``, in order."""
+        """``(key, seq, value)`` of the newest version ``<= snap`` per key in ``[start, end)``, in order.
+        Callers hold the store's lock (no concurrent writer)."""
+        self._merge_pending()
         it = self.keys.irange(start, end, inclusive=(True, False)) if (start is not None or end is not None) else iter(self.keys)
         out = []
         for k in it:
@@ -63,7 +72,9 @@ class MemTable:
         return out
 
     def sorted_entries(self):
-        """Every version in table order: ``(key, seq, value)``, keys ascending, seq descending."""
+        """Every version in table order: ``(key, seq, value)``, keys ascending, seq descending.
+        Only for a memtable no longer written to (or under the store's lock)."""
+        self._merge_pending()
         latest = self.latest
         history = self.history
         for k in self.keys:

@@ -29,11 +29,6 @@ class TableRef:
         return self.info.number
 
 
-def _prefix_int(key: bytes) -> int:
-    v = int.from_bytes(key[:8].ljust(8, b"\0"), "big")
-    return v - (1 << 64) if v >= (1 << 63) else v  # int64 bit pattern
-
-
 class Version:
     def __init__(self, levels: list[list[TableRef]]):
         lv = [list(x) for x in levels] + [[] for _ in range(MAX_LEVELS - len(levels))]
@@ -66,7 +61,8 @@ class Version:
 
     # -- the probe directory ------------------------------------------------------------------
     def probe(self):
-        """``(meta, words, kinds)`` for :func:`_lsm_kernels.probe`; built (and filters loaded) once."""
+        """``(meta, words, other filters, bounds)`` for :func:`_lsm_kernels.probe`; built (and
+        every table's filter loaded) on the version's first read, then kept."""
         p = self._probe
         if p is not None:
             return p
@@ -90,6 +86,8 @@ class Version:
         chunks = []
         woff = 0
         others = []
+        bounds = []
+        boff = 0
         for i, r in enumerate(slots):
             base = K.SLOTS + K.STRIDE * i
             f = r.table.filter()
@@ -106,7 +104,10 @@ class Version:
                 kind = 2
             others.append(f if kind == 2 else None)
             meta[base] = kind
-            meta[base + 4] = _prefix_int(r.info.min_key)
-            meta[base + 5] = _prefix_int(r.info.max_key)
+            mn, mx = r.info.min_key, r.info.max_key
+            meta[base + 4 : base + 8] = (boff, len(mn), boff + len(mn), len(mx))
+            bounds += (mn, mx)
+            boff += len(mn) + len(mx)
         words = np.concatenate(chunks) if chunks else np.zeros(16, np.uint32)
-        return meta, words, tuple(others)
+        bnd = np.frombuffer(b"".join(bounds) or b"\0", np.uint8)
+        return meta, words, tuple(others), bnd

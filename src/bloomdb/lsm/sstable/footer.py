@@ -4,7 +4,7 @@ Footer (little-endian)::
 
     u64 filter offset | u64 filter size | u64 meta offset | u64 meta size |
     u64 index offset  | u64 index size  | u32 format version | u32 CRC32C of the 52 bytes before |
-    u64 magic 0x31544253424442 ("BDBSBT1\\0" little-endian)
+    u64 magic 0x0031544253424442 (the bytes "BDBSBT1\\0")
 """
 
 from __future__ import annotations
