@@ -399,3 +399,23 @@ def encode_blocks(kdata, koff, trailers, vdata, voff, block_size, restart_interv
             count = 0
             prev_len = 0
     return out[:p], ends[:nb], lasts[:nb]
+
+
+@njit(cache=True, nogil=True)
+def first_of_key(kdata, koff):
+    """``out[i]``: entry ``i`` is the first (newest) version of its user key."""
+    n = koff.shape[0] - 1
+    out = np.ones(n, np.bool_)
+    for i in range(1, n):
+        a = koff[i - 1]
+        la = koff[i] - a
+        b = koff[i]
+        lb = koff[i + 1] - b
+        if la == lb:
+            same = True
+            for j in range(la):
+                if kdata[a + j] != kdata[b + j]:
+                    same = False
+                    break
+            out[i] = not same
+    return out

@@ -259,15 +259,7 @@ class DB:
         self._fs.write_atomic(self._file("MANIFEST"), mf.encode(state))
 
     def _write_table(self, mem: MemTable, level: int) -> TableRef:
-        keys, trs, vals = [], [], []
-        for k, s, v in mem.sorted_entries():
-            keys.append(k)
-            if v is None:
-                trs.append(s << 8)
-                vals.append(b"")
-            else:
-                trs.append((s << 8) | 1)
-                vals.append(v)
+        keys, trs, vals = mem.table_entries()
         number = self._new_file_number()
         p = executor.table_path(self.path, number)
         last = all(not self._version.levels[i] for i in range(1, MAX_LEVELS))

@@ -69,7 +69,13 @@ def build_table(fs, path: str, number: int, keys: list[bytes], trailers: list[in
     # filter: distinct user keys (versions of a key are adjacent)
     fbytes = b""
     if filter_spec is not None:
-        distinct = [keys[0]] + [keys[i] for i in range(1, n) if keys[i] != keys[i - 1]]
+        first = K.first_of_key(kdata, koff)
+        if first.all():  # every key once: hand the filter the packed keys (Arrow layout, no copy)
+            import pyarrow as pa
+
+            distinct = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(koff), pa.py_buffer(kdata)])
+        else:
+            distinct = [keys[i] for i in np.flatnonzero(first).tolist()]
         fbytes = filters.build(filter_spec, distinct).to_bytes()
     handles = []
     for blob in (fbytes, None, b"".join(index)):
