@@ -419,3 +419,161 @@ def first_of_key(kdata, koff):
                     break
             out[i] = not same
     return out
+
+
+@njit(cache=True, nogil=True)
+def decode_blocks(buf, offs, sizes):
+    """Decode many data blocks of ``buf`` into packed arrays with the values copied out:
+    ``(ok, kdata, koff, trailers, vdata, voff)`` (``ok`` False: a malformed block)."""
+    total = 0
+    for b in range(offs.shape[0]):
+        total += sizes[b]
+    cap = total // 3 + 1
+    kdata = np.empty(total * 2 + 16, np.uint8)
+    koff = np.zeros(cap + 1, np.int64)
+    trailers = np.empty(cap, np.uint64)
+    vdata = np.empty(total + 1, np.uint8)
+    voff = np.zeros(cap + 1, np.int64)
+    scratch = np.empty(total + 16, np.uint8)
+    n = 0
+    kpos = 0
+    vpos = 0
+    for b in range(offs.shape[0]):
+        start = offs[b]
+        size = sizes[b]
+        nr, rpos = _restarts(buf, start, size)
+        if nr < 0:
+            return False, kdata[:0], koff[:1], trailers[:0], vdata[:0], voff[:1]
+        end = rpos
+        p = start
+        klen = 0
+        while p < end:
+            shared, p = _varint(buf, p, end)
+            if p < 0:
+                break
+            unshared, p = _varint(buf, p, end)
+            if p < 0:
+                break
+            vlen, p = _varint(buf, p, end)
+            if (p < 0 or shared > klen or p + unshared + vlen > end or shared + unshared < 8
+                    or shared + unshared > size or n >= cap):
+                p = -1
+                break
+            for i in range(unshared):
+                scratch[shared + i] = buf[p + i]
+            klen = shared + unshared
+            p += unshared
+            uk = klen - 8
+            if kpos + uk > kdata.shape[0]:
+                grown = np.empty(max(kdata.shape[0] * 2, kpos + uk), np.uint8)
+                grown[:kpos] = kdata[:kpos]
+                kdata = grown
+            for i in range(uk):
+                kdata[kpos + i] = scratch[i]
+            kpos += uk
+            tr = np.uint64(0)
+            for i in range(8):
+                tr |= np.uint64(scratch[uk + i]) << np.uint64(8 * i)
+            trailers[n] = tr
+            for i in range(vlen):
+                vdata[vpos + i] = buf[p + i]
+            vpos += vlen
+            p += vlen
+            n += 1
+            koff[n] = kpos
+            voff[n] = vpos
+        if p != end:
+            return False, kdata[:0], koff[:1], trailers[:0], vdata[:0], voff[:1]
+    return True, kdata[:kpos], koff[: n + 1], trailers[:n], vdata[:vpos], voff[: n + 1]
+
+
+@njit(cache=True, nogil=True)
+def _before(kdata, koff, trailers, i, j):
+    """Entry ``i`` sorts before entry ``j``: smaller user key, or same key and newer sequence."""
+    c = _cmp(kdata, koff[i], koff[i + 1] - koff[i], kdata, koff[j], koff[j + 1] - koff[j])
+    if c != 0:
+        return c < 0
+    return (trailers[i] >> np.uint64(8)) > (trailers[j] >> np.uint64(8))
+
+
+@njit(cache=True, nogil=True)
+def merge_runs(kdata, koff, trailers, run_starts, smallest_snapshot, bottom):
+    """k-way merge of sorted runs (entries ``run_starts[r]..run_starts[r+1]``) with the
+    compaction drop rules; returns the indexes of the kept entries in merged order.
+
+    A version is dropped when a newer version of its key has sequence ``<= smallest_snapshot``;
+    a deletion with sequence ``<= smallest_snapshot`` is dropped when ``bottom``.
+    Cost: O(n * runs) key comparisons (runs are few).
+    """
+    nruns = run_starts.shape[0] - 1
+    heads = run_starts[:-1].copy()
+    n = run_starts[nruns]
+    out = np.empty(n, np.int64)
+    m = 0
+    last = -1
+    last_seq = np.uint64(0)
+    have_last = False
+    snap = np.uint64(smallest_snapshot)
+    while True:
+        best = -1
+        for r in range(nruns):
+            if heads[r] < run_starts[r + 1]:
+                if best < 0 or _before(kdata, koff, trailers, heads[r], heads[best]):
+                    best = r
+        if best < 0:
+            break
+        i = heads[best]
+        heads[best] += 1
+        same = have_last and _cmp(kdata, koff[i], koff[i + 1] - koff[i], kdata, koff[last], koff[last + 1] - koff[last]) == 0
+        if not same:
+            have_last = False
+        seq = trailers[i] >> np.uint64(8)
+        drop = have_last and last_seq <= snap
+        if not drop and bottom and (trailers[i] & np.uint64(0xFF)) == np.uint64(0) and seq <= snap:
+            drop = True
+        have_last = True
+        last_seq = seq
+        last = i
+        if not drop:
+            out[m] = i
+            m += 1
+    return out[:m]
+
+
+@njit(cache=True, nogil=True)
+def gather(data, off, idx):
+    """Packed ``data``/``off`` items ``idx`` (in that order) as a new packed pair."""
+    total = 0
+    for j in range(idx.shape[0]):
+        total += off[idx[j] + 1] - off[idx[j]]
+    out = np.empty(total, np.uint8)
+    o = np.zeros(idx.shape[0] + 1, np.int64)
+    p = 0
+    for j in range(idx.shape[0]):
+        a = off[idx[j]]
+        b = off[idx[j] + 1]
+        for t in range(b - a):
+            out[p + t] = data[a + t]
+        p += b - a
+        o[j + 1] = p
+    return out, o
+
+
+@njit(cache=True, nogil=True)
+def split_points(kdata, koff, voff, table_bytes):
+    """End indexes of output tables of about ``table_bytes``, never between versions of a key."""
+    n = koff.shape[0] - 1
+    ends = np.empty(n + 1, np.int64)
+    m = 0
+    size = 0
+    for i in range(n):
+        size += (koff[i + 1] - koff[i]) + (voff[i + 1] - voff[i]) + 12
+        if size >= table_bytes and i + 1 < n:
+            if _cmp(kdata, koff[i], koff[i + 1] - koff[i], kdata, koff[i + 1], koff[i + 2] - koff[i + 1]) != 0:
+                ends[m] = i + 1
+                m += 1
+                size = 0
+    if n > 0:
+        ends[m] = n
+        m += 1
+    return ends[:m]

@@ -6,15 +6,21 @@ is ``<= smallest_snapshot``). A deletion is dropped only when it is itself visib
 snapshot *and* the task is ``bottom`` (no deeper level overlaps the key range, so no older value
 can be hiding under it). Outputs are cut at ``table_bytes``, never between two versions of a key.
 
-Cost: every input entry is decoded once (numba, per block), sorted once (Python's timsort over
-already-sorted runs, i.e. a k-way merge in C), and encoded once (numba).
+Cost: every input entry is decoded once, merged once (a k-way merge over the sorted runs:
+each L0 table, plus the next level's tables as one run) and encoded once, all in numba kernels
+that release the GIL, so a compaction barely slows the writer; no Python object per entry.
 """
 
 from __future__ import annotations
 
 import os
 
-from ..sstable import Table, build_table
+import numpy as np
+
+from .. import _lsm_kernels as K
+from ..sstable import Table
+from ..sstable.builder import build_table_arrays
+from ..sstable.reader import concat_packed
 from ..version import TableRef, Version
 from .policy import Task
 
@@ -23,49 +29,20 @@ def table_path(folder: str, number: int) -> str:
     return os.path.join(folder, f"{number:06d}.sst")
 
 
-def merge_entries(tables, smallest_snapshot: int, bottom: bool):
-    """Merged ``(keys, trailers, values)`` of ``tables`` after applying the drop rules."""
-    rows = []
-    for t in tables:
-        for i in range(t.num_blocks()):
-            keys, trs, vals = t.decode_block(i)
-            rows.extend(zip(keys, [-x for x in trs], vals))
-    rows.sort()  # (key, -trailer) pairs are unique, so values are never compared
-    out_k, out_t, out_v = [], [], []
-    last_key = None
-    last_seq = -1
-    for k, ntr, v in rows:
-        tr = -ntr
-        seq = tr >> 8
-        if k != last_key:
-            last_key = k
-            last_seq = -1
-        drop = last_seq != -1 and last_seq <= smallest_snapshot
-        if not drop and (tr & 0xFF) == 0 and bottom and seq <= smallest_snapshot:
-            drop = True
-        last_seq = seq
-        if not drop:
-            out_k.append(k)
-            out_t.append(tr)
-            out_v.append(v)
-    return out_k, out_t, out_v
-
-
-def split_points(keys: list[bytes], values: list[bytes], table_bytes: int) -> list[tuple[int, int]]:
-    """``[start, stop)`` ranges of the merged entries, one per output table."""
-    out = []
-    start = 0
-    size = 0
-    n = len(keys)
-    for i in range(n):
-        size += len(keys[i]) + len(values[i]) + 12
-        if size >= table_bytes and (i + 1 == n or keys[i + 1] != keys[i]):
-            out.append((start, i + 1))
-            start = i + 1
-            size = 0
-    if start < n:
-        out.append((start, n))
-    return out
+def merge_arrays(runs, smallest_snapshot: int, bottom: bool):
+    """Merge sorted runs (each a list of tables in key order) with the drop rules: packed
+    ``(kdata, koff, trailers, vdata, voff)`` of the kept entries, in order."""
+    parts = []
+    starts = [0]
+    for tables in runs:
+        run_parts = [t.decode_arrays() for t in tables]
+        parts.extend(run_parts)
+        starts.append(starts[-1] + sum(len(p[2]) for p in run_parts))
+    kdata, koff, trs, vdata, voff = concat_packed(parts)
+    idx = K.merge_runs(kdata, koff, trs, np.array(starts, np.int64), smallest_snapshot, bottom)
+    kd, ko = K.gather(kdata, koff, idx)
+    vd, vo = K.gather(vdata, voff, idx)
+    return kd, ko, trs[idx], vd, vo
 
 
 def run(task: Task, version: Version, ctx) -> tuple[set[int], list[TableRef], int]:
@@ -78,18 +55,24 @@ def run(task: Task, version: Version, ctx) -> tuple[set[int], list[TableRef], in
     if task.trivial_move:
         r = by_number[task.inputs[0]]
         return {r.number}, [TableRef(out_level, r.info, r.table)], 0
-    inputs = [by_number[n].table for n in task.all_inputs]
-    keys, trs, vals = merge_entries(inputs, ctx.smallest_snapshot, task.bottom)
+    runs = [[by_number[n].table] for n in task.inputs]  # L0 tables overlap: one run each
+    below = sorted((by_number[n] for n in task.next_inputs), key=lambda r: r.info.min_key)
+    if below:
+        runs.append([r.table for r in below])  # one level's tables: a single sorted run
+    kd, ko, tr, vd, vo = merge_arrays(runs, ctx.smallest_snapshot, task.bottom)
     opts = ctx.options
     last_level = all(not version.levels[i] for i in range(out_level + 1, len(version.levels)))
     spec = opts.filter_for(out_level, last_level)
     added = []
     written = 0
-    for a, b in split_points(keys, vals, opts.table_bytes):
+    a = 0
+    for b in K.split_points(kd, ko, vo, opts.table_bytes).tolist():
         number = ctx.new_file_number()
         path = table_path(ctx.folder, number)
-        info = build_table(ctx.fs, path, number, keys[a:b], trs[a:b], vals[a:b], spec,
-                           opts.block_size, opts.restart_interval, opts.compression)
+        info = build_table_arrays(ctx.fs, path, number, kd[ko[a] : ko[b]], ko[a : b + 1] - ko[a], tr[a:b],
+                                  vd[vo[a] : vo[b]], vo[a : b + 1] - vo[a], spec,
+                                  opts.block_size, opts.restart_interval, opts.compression)
+        a = b
         written += info.file_size
         added.append(TableRef(out_level, info, Table(ctx.fs, path, number, ctx.cache)))
     return set(task.all_inputs), added, written

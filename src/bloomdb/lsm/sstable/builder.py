@@ -45,12 +45,26 @@ def build_table(fs, path: str, number: int, keys: list[bytes], trailers: list[in
     """Write ``keys``/``trailers``/``values`` (sorted: key ascending, sequence descending; a
     trailer is ``seq << 8 | type``, type 1 value, 0 deletion with value ``b""``) to ``path``.
     """
-    n = len(keys)
-    if n == 0:
+    if not keys:
         raise ValueError("a table needs at least one entry")
     kdata, koff = _pack(keys)
     vdata, voff = _pack(values)
-    tr = np.array(trailers, dtype=np.uint64)
+    return build_table_arrays(fs, path, number, kdata, koff, np.asarray(trailers, dtype=np.uint64), vdata, voff,
+                              filter_spec, block_size, restart_interval, compression, sync)
+
+
+def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff, filter_spec: str | None,
+                       block_size: int, restart_interval: int, compression: str | None,
+                       sync: bool = True) -> TableInfo:
+    """:func:`build_table` over packed arrays (Arrow layout: ``kdata``/``koff`` user keys,
+    ``vdata``/``voff`` values, ``tr`` uint64 trailers): no Python object per entry."""
+    n = koff.shape[0] - 1
+    if n <= 0:
+        raise ValueError("a table needs at least one entry")
+
+    def key(i):
+        return kdata[koff[i] : koff[i + 1]].tobytes()
+
     out, ends, lasts = K.encode_blocks(kdata, koff, tr, vdata, voff, block_size, restart_interval)
     code = compression_code(compression)
     raw = out.tobytes()
@@ -61,8 +75,9 @@ def build_table(fs, path: str, number: int, keys: list[bytes], trailers: list[in
     for e, last in zip(ends.tolist(), lasts.tolist()):
         framed = frame(raw[start:e], code)
         stored = len(framed) - 5
-        index.append(struct.pack("<QII", pos, stored, len(keys[last])))
-        index.append(keys[last])
+        lk = key(last)
+        index.append(struct.pack("<QII", pos, stored, len(lk)))
+        index.append(lk)
         parts.append(framed)
         pos += len(framed)
         start = e
@@ -70,21 +85,22 @@ def build_table(fs, path: str, number: int, keys: list[bytes], trailers: list[in
     fbytes = b""
     if filter_spec is not None:
         first = K.first_of_key(kdata, koff)
-        if first.all():  # every key once: hand the filter the packed keys (Arrow layout, no copy)
-            import pyarrow as pa
-
-            distinct = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(koff), pa.py_buffer(kdata)])
+        if not first.all():
+            kdata_f, koff_f = K.gather(kdata, koff, np.flatnonzero(first))
         else:
-            distinct = [keys[i] for i in np.flatnonzero(first).tolist()]
-        fbytes = filters.build(filter_spec, distinct).to_bytes()
+            kdata_f, koff_f = kdata, koff
+        import pyarrow as pa  # the packed keys handed over in Arrow layout: no copy
+
+        keys_arr = pa.Array.from_buffers(pa.large_binary(), koff_f.shape[0] - 1,
+                                         [None, pa.py_buffer(np.ascontiguousarray(koff_f)),
+                                          pa.py_buffer(np.ascontiguousarray(kdata_f))])
+        fbytes = filters.build(filter_spec, keys_arr).to_bytes()
+    seqs = tr >> np.uint64(8)
+    dels = int(np.count_nonzero((tr & np.uint64(0xFF)) == 0))
+    meta = Meta(n, dels, int(seqs.min()), int(seqs.max()), int(koff[-1] - koff[0]), int(voff[-1] - voff[0]),
+                len(ends), key(0), key(n - 1), filter_spec)
     handles = []
-    for blob in (fbytes, None, b"".join(index)):
-        if blob is None:  # the meta block, encoded once the sequences are known
-            seqs = tr >> np.uint64(8)
-            dels = int(np.count_nonzero((tr & np.uint64(0xFF)) == 0))
-            meta = Meta(n, dels, int(seqs.min()), int(seqs.max()), int(koff[-1]), int(voff[-1]),
-                        len(ends), keys[0], keys[-1], filter_spec)
-            blob = encode_meta(meta)
+    for blob in (fbytes, encode_meta(meta), b"".join(index)):
         framed = frame(blob, 0)
         handles.append((pos, len(blob)))
         parts.append(framed)
@@ -98,4 +114,4 @@ def build_table(fs, path: str, number: int, keys: list[bytes], trailers: list[in
             f.sync()
     finally:
         f.close()
-    return TableInfo(number, pos + 64, n, keys[0], keys[-1], meta.min_seq, meta.max_seq)
+    return TableInfo(number, pos + 64, n, meta.min_key, meta.max_key, meta.min_seq, meta.max_seq)

@@ -143,6 +143,22 @@ class Table:
         values = [raw[a : a + b] for a, b in zip(voffs.tolist(), vlens.tolist())]
         return keys, trailers.tolist(), values
 
+    def decode_arrays(self):
+        """Every entry as packed arrays ``(kdata, koff, trailers, vdata, voff)`` (values copied):
+        the compaction input. Each block is checked first; damage raises CorruptionError."""
+        views = [self.block(i) for i in range(len(self.offsets))]
+        if all(v[0] is self._arr for v in views):
+            groups = [(self._arr, np.array([v[2] for v in views], np.int64), np.array([v[3] for v in views], np.int64))]
+        else:
+            groups = [(v[0], np.array([v[2]], np.int64), np.array([v[3]], np.int64)) for v in views]
+        parts = []
+        for arr, offs, sizes in groups:
+            ok, *res = K.decode_blocks(arr, offs, sizes)
+            if not ok:
+                raise CorruptionError("a data block is malformed", self.path)
+            parts.append(res)
+        return concat_packed(parts)
+
     def num_blocks(self) -> int:
         return len(self.offsets)
 
@@ -154,6 +170,25 @@ class Table:
         for i in range(len(self.offsets)):
             keys, trs, vals = self.decode_block(i)
             yield from zip(keys, trs, vals)
+
+
+def concat_packed(parts):
+    """Concatenate ``(kdata, koff, trailers, vdata, voff)`` tuples into one."""
+    if len(parts) == 1:
+        return tuple(parts[0])
+    kdata = np.concatenate([p[0] for p in parts])
+    vdata = np.concatenate([p[3] for p in parts])
+    trailers = np.concatenate([p[2] for p in parts])
+    koffs, voffs = [], []
+    kb = vb = 0
+    for p in parts:
+        koffs.append(p[1][:-1] + kb)
+        voffs.append(p[4][:-1] + vb)
+        kb += int(p[1][-1])
+        vb += int(p[4][-1])
+    koffs.append(np.array([kb], np.int64))
+    voffs.append(np.array([vb], np.int64))
+    return kdata, np.concatenate(koffs), trailers, vdata, np.concatenate(voffs)
 
 
 class BlockCache:
