@@ -15,6 +15,8 @@ keep working) -- after a failed fsync the file's state is unknown, so nothing ma
 from __future__ import annotations
 
 import heapq
+import itertools
+from operator import itemgetter
 import os
 import re
 import threading
@@ -633,15 +635,21 @@ class DB:
     def _scan_iter(self, sources, ver, start, end, reverse, snap, own):
         try:
             its = [reversed(s) if reverse else iter(s) for s in sources]
-            for r in ver.all_refs():
-                t = r.table
-                if (end is not None and t.min_key >= end) or (start is not None and t.max_key < start):
+            for li, level in enumerate(ver.levels):
+                tabs = [r.table for r in level
+                        if not ((end is not None and r.table.min_key >= end) or (start is not None and r.table.max_key < start))]
+                if not tabs:
                     continue
-                its.append(_table_range(t, start, end, reverse))
+                if li == 0:  # L0 tables overlap: one merge input each
+                    its.extend(_table_range(t, start, end, reverse) for t in tabs)
+                else:  # a level's tables are disjoint and in key order: one chained input
+                    order = reversed(tabs) if reverse else tabs
+                    its.append(itertools.chain.from_iterable(_table_range(t, start, end, reverse) for t in order))
             cur = None
             best_seq = -1
             best_val = None
-            for k, s, v in heapq.merge(*its, key=lambda e: e[0], reverse=reverse):
+            merged = its[0] if len(its) == 1 else heapq.merge(*its, key=_first, reverse=reverse)
+            for k, s, v in merged:
                 if k != cur:
                     if cur is not None and best_seq >= 0 and best_val is not None:
                         yield cur, best_val
@@ -758,6 +766,7 @@ class DB:
 
 
 _ABSENT = object()
+_first = itemgetter(0)
 
 
 def _table_range(t: Table, start, end, reverse):
