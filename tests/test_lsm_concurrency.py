@@ -12,7 +12,7 @@ from lsm_helpers import small_options
 def test_readers_writer_compaction(tmp_path):
     db = DB.open(str(tmp_path / "db"), small_options(background_compaction=True))
     nkeys = 300
-    rounds = 40
+    rounds = 150
     errors = []
     done = threading.Event()
     # every key k%04d holds b"r%05d" for the round that last wrote it; a round rewrites all keys

@@ -108,4 +108,4 @@ def test_model_compressed_and_other_filters(tmp_path):
 
 @pytest.mark.slow
 def test_model_large(tmp_path):
-    _run_model(str(tmp_path / "db"), 30000, seed=11)
+    _run_model(str(tmp_path / "db"), 50000, seed=11)
