@@ -56,3 +56,13 @@ def test_highest_score_wins_and_ratio_scales():
     sc = scores(lv, 4, 1000, 10)
     assert sc[0] == 1.25 and sc[2] == 2.5 and sc[-1] == 0.0
     assert pick(lv, {}, 4, 1000, 10).level == 2
+
+
+def test_disjoint_l0_moves_without_merging():
+    lv = empty()
+    lv[0] = [t(4, 10, b"m", b"p"), t(3, 10, b"g", b"k"), t(2, 10, b"a", b"c"), t(1, 10, b"d", b"f")]
+    lv[1] = [t(9, 10, b"q", b"z")]
+    task = pick(lv, {}, 4, 1000, 10)
+    assert task.level == 0 and task.trivial_move and set(task.inputs) == {1, 2, 3, 4}
+    lv[0][0] = t(4, 10, b"e", b"p")  # overlaps table 1 and 3: a real merge
+    assert not pick(lv, {}, 4, 1000, 10).trivial_move

@@ -53,8 +53,8 @@ def run(task: Task, version: Version, ctx) -> tuple[set[int], list[TableRef], in
     by_number = {r.number: r for r in version.all_refs()}
     out_level = task.level + 1
     if task.trivial_move:
-        r = by_number[task.inputs[0]]
-        return {r.number}, [TableRef(out_level, r.info, r.table)], 0
+        refs = [by_number[n] for n in task.inputs]
+        return {r.number for r in refs}, [TableRef(out_level, r.info, r.table) for r in refs], 0
     runs = [[by_number[n].table] for n in task.inputs]  # L0 tables overlap: one run each
     below = sorted((by_number[n] for n in task.next_inputs), key=lambda r: r.info.min_key)
     if below:

@@ -5,8 +5,8 @@
 * Ln -> Ln+1 (n >= 1) when ``bytes(Ln) / max_bytes(n) >= 1``, the level with the highest score
   first, where ``max_bytes(1) = level1_bytes`` and ``max_bytes(n+1) = level_ratio * max_bytes(n)``:
   one table of Ln (the first after the level's compact pointer, round robin through the key
-  space) plus the overlapping tables of Ln+1. A single input with nothing to merge below is a
-  *trivial move* (the file changes level, no I/O).
+  space) plus the overlapping tables of Ln+1. Inputs that overlap neither each other nor
+  anything below make a *trivial move* (the files change level, no I/O).
 * ``bottom``: no level below the output overlaps the inputs' key range, so deletions (older than
   every snapshot) may be dropped: nothing older can be hidden by them.
 """
@@ -43,6 +43,11 @@ def _overlapping(level: list[TableShape], lo: bytes, hi: bytes) -> list[TableSha
     return [t for t in level if not (t.max_key < lo or t.min_key > hi)]
 
 
+def _disjoint(tables: list[TableShape]) -> bool:
+    ts = sorted(tables, key=lambda t: t.min_key)
+    return all(a.max_key < b.min_key for a, b in zip(ts, ts[1:]))
+
+
 def max_bytes(level: int, level1_bytes: int, ratio: float) -> float:
     return level1_bytes * ratio ** (level - 1)
 
@@ -77,5 +82,7 @@ def pick(levels: list[list[TableShape]], compact_pointers: dict[int, bytes], lev
         lo = min(lo, min(t.min_key for t in below))
         hi = max(hi, max(t.max_key for t in below))
     bottom = all(not _overlapping(levels[n], lo, hi) for n in range(best + 2, len(levels)))
-    trivial = best > 0 and len(inputs) == 1 and not below
+    # nothing to merge: the inputs overlap neither each other nor the next level (sequential
+    # inserts), so their files just change level
+    trivial = not below and _disjoint(inputs)
     return Task(best, tuple(t.number for t in inputs), tuple(t.number for t in below), trivial, bottom, lo, hi)
