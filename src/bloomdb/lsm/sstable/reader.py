@@ -143,10 +143,12 @@ class Table:
         values = [raw[a : a + b] for a, b in zip(voffs.tolist(), vlens.tolist())]
         return keys, trailers.tolist(), values
 
-    def decode_arrays(self):
-        """Every entry as packed arrays ``(kdata, koff, trailers, vdata, voff)`` (values copied):
-        the compaction input. Each block is checked first; damage raises CorruptionError."""
-        views = [self.block(i) for i in range(len(self.offsets))]
+    def decode_arrays(self, first: int = 0, last: int | None = None):
+        """Entries of blocks ``first..last`` (default: all) as packed arrays ``(kdata, koff,
+        trailers, vdata, voff)`` (values copied): the input of compactions and scans. Each block
+        is checked first; damage raises CorruptionError."""
+        last = len(self.offsets) - 1 if last is None else last
+        views = [self.block(i) for i in range(first, last + 1)]
         if all(v[0] is self._arr for v in views):
             groups = [(self._arr, np.array([v[2] for v in views], np.int64), np.array([v[3] for v in views], np.int64))]
         else:
