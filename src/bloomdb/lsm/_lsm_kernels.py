@@ -31,7 +31,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..filters._blocked_kernels import check_bits, line_word
 from ..hashing._kernels import xxh3_64_bytes
 
 SLOTS = 24
@@ -62,51 +61,119 @@ def _cmp(a, astart, alen, b, bstart, blen):
 
 
 @njit(cache=True, nogil=True)
-def _check_slot(meta, words, bounds, s, h, key, kstart, klen):
-    base = SLOTS + s * STRIDE
-    if _cmp(key, kstart, klen, bounds, meta[base + 4], meta[base + 5]) < 0:
-        return False
-    if _cmp(key, kstart, klen, bounds, meta[base + 6], meta[base + 7]) > 0:
-        return False
-    kind = meta[base]
-    if kind != 1:
-        return True
-    meta[C_CHECKS] += 1
-    lines = np.uint64(meta[base + 2])
-    w = line_word(h, lines) + np.uint64(meta[base + 1])
-    if check_bits(words, w, h >> np.uint64(32), np.int64(meta[base + 3])):
-        meta[C_POSITIVE] += 1
-        return True
-    meta[C_USEFUL] += 1
-    return False
-
-
-@njit(cache=True, nogil=True)
 def _probe(meta, words, bounds, h, key, kstart, klen, start):
+    """The probe loop. Written as one function with inline loops on purpose: every call of a
+    helper taking arrays costs numba an atomic incref/decref pair per array, which made this
+    loop 5x slower than the work it does."""
     n0 = meta[0]
-    for s in range(start, n0):
-        if _check_slot(meta, words, bounds, s, h, key, kstart, klen):
-            return s
-    for j in range(meta[1]):
-        s0 = meta[2 + 2 * j]
-        c = meta[3 + 2 * j]
-        if s0 + c <= start or c == 0:
+    nlev = meta[1]
+    g0 = h >> np.uint64(32)
+    # slot order: L0 slots newest first, then for each level the one table whose range may hold key
+    j = -1  # -1: L0, else level index
+    s = start
+    while True:
+        if j < 0:
+            if s >= n0:
+                j = 0
+                continue
+            cand = s
+            s += 1
+        else:
+            if j >= nlev:
+                return -1
+            s0 = meta[2 + 2 * j]
+            c = meta[3 + 2 * j]
+            j += 1
+            if c == 0 or s0 + c <= start:
+                continue
+            lo = 0
+            hi = c
+            while lo < hi:  # first table whose max key >= key
+                mid = (lo + hi) >> 1
+                b = SLOTS + (s0 + mid) * STRIDE
+                bo = meta[b + 6]
+                bl = meta[b + 7]
+                r = 0
+                for t in range(min(bl, klen)):
+                    x = bounds[bo + t]
+                    y = key[kstart + t]
+                    if x != y:
+                        r = -1 if x < y else 1
+                        break
+                if r == 0 and bl != klen:
+                    r = -1 if bl < klen else 1
+                if r < 0:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            cand = s0 + lo
+            if cand < start or cand >= s0 + c:
+                continue
+        base = SLOTS + cand * STRIDE
+        # key >= min key ?
+        bo = meta[base + 4]
+        bl = meta[base + 5]
+        r = 0
+        for t in range(min(bl, klen)):
+            x = key[kstart + t]
+            y = bounds[bo + t]
+            if x != y:
+                r = -1 if x < y else 1
+                break
+        if r == 0 and bl != klen:
+            r = -1 if klen < bl else 1
+        if r < 0:
             continue
-        lo = 0
-        hi = c
-        while lo < hi:  # first table whose max key >= key
-            mid = (lo + hi) >> 1
-            b = SLOTS + (s0 + mid) * STRIDE
-            if _cmp(bounds, meta[b + 6], meta[b + 7], key, kstart, klen) < 0:
-                lo = mid + 1
-            else:
-                hi = mid
-        s = s0 + lo
-        if s < start or s >= s0 + c:
+        # key <= max key ?
+        bo = meta[base + 6]
+        bl = meta[base + 7]
+        r = 0
+        for t in range(min(bl, klen)):
+            x = key[kstart + t]
+            y = bounds[bo + t]
+            if x != y:
+                r = -1 if x < y else 1
+                break
+        if r == 0 and bl != klen:
+            r = -1 if klen < bl else 1
+        if r > 0:
             continue
-        if _check_slot(meta, words, bounds, s, h, key, kstart, klen):
-            return s
-    return -1
+        if meta[base] != 1:
+            return cand  # no usable filter here (none, damaged, or another family): may contain
+        meta[C_CHECKS] += 1
+        lines = np.uint64(meta[base + 2])
+        w = (((h & np.uint64(0xFFFFFFFF)) * lines) >> np.uint64(32)) * np.uint64(16) + np.uint64(meta[base + 1])
+        k = meta[base + 3]
+        g = g0
+        ok = True
+        done = 0
+        while done < k and ok:
+            for p in range(8):
+                if done + p < k:
+                    m = np.uint64(1)
+                    if p == 1:
+                        m = np.uint64(0x9E3779B9)
+                    elif p == 2:
+                        m = np.uint64(0xE35E67B1)
+                    elif p == 3:
+                        m = np.uint64(0x734297E9)
+                    elif p == 4:
+                        m = np.uint64(0x35FBE861)
+                    elif p == 5:
+                        m = np.uint64(0xDEB7C719)
+                    elif p == 6:
+                        m = np.uint64(0x0448B211)
+                    elif p == 7:
+                        m = np.uint64(0x3459B749)
+                    x = (g * m) & np.uint64(0xFFFFFFFF)
+                    bit = (words[w + (x >> np.uint64(28))] >> np.uint32((x >> np.uint64(23)) & np.uint64(31))) & np.uint32(1)
+                    ok &= bit != 0
+            g = (g * np.uint64(0xAB25F4C1)) & np.uint64(0xFFFFFFFF)
+            done += 8
+        if ok:
+            meta[C_POSITIVE] += 1
+            return cand
+        meta[C_USEFUL] += 1
 
 
 @njit(cache=True, nogil=True)
