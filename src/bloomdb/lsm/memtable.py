@@ -48,12 +48,6 @@ class MemTable:
                 return old
         return None
 
-    def versions(self, key: bytes) -> list[tuple[int, bytes | None]]:
-        """All versions of ``key`` held, newest first."""
-        out = [self.latest[key]]
-        out.extend(reversed(self.history.get(key, ())))
-        return out
-
     def _merge_pending(self) -> None:
         if self.pending:
             self.keys.update(self.pending)

@@ -39,7 +39,6 @@ class Version:
         self.slots: tuple[TableRef, ...] = tuple(r for level in self.levels for r in level)
         self._probe = None
         self._lock = threading.Lock()
-        self.counters_base = None
 
     def apply(self, deleted: set[int], added: list[TableRef]) -> "Version":
         levels = [[r for r in level if r.number not in deleted] for level in self.levels]
@@ -49,9 +48,6 @@ class Version:
 
     def all_refs(self):
         return self.slots
-
-    def level_bytes(self, level: int) -> int:
-        return sum(r.info.file_size for r in self.levels[level])
 
     def deepest_nonempty(self) -> int:
         for i in range(MAX_LEVELS - 1, -1, -1):

@@ -167,12 +167,6 @@ class Table:
     def first_block_for(self, key: bytes) -> int:
         return bisect_left(self.last_keys, key)
 
-    def entries(self):
-        """Every entry in order: ``(key, trailer, value)``."""
-        for i in range(len(self.offsets)):
-            keys, trs, vals = self.decode_block(i)
-            yield from zip(keys, trs, vals)
-
 
 def concat_packed(parts):
     """Concatenate ``(kdata, koff, trailers, vdata, voff)`` tuples into one."""
