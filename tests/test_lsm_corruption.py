@@ -125,3 +125,26 @@ def test_flip_manifest(tmp_path, seed):
     with pytest.raises(CorruptionError) as ei:
         DB.open(path, _opts())
     assert ei.value.path.endswith("MANIFEST")
+
+
+def test_partitioned_filters_reject_and_fail_open(tmp_path):
+    from bloomdb.lsm.sstable.builder import PARTITION_MAGIC
+    from bloomdb.lsm.sstable.footer import decode_footer
+
+    path = str(tmp_path / "db")
+    model = _fill(path, partitioned_filters=True, filter_partition_blocks=4)
+    with DB.open(path, _opts(partitioned_filters=True)) as db:
+        _read_all(db, model)
+        assert all(db.get(b"key%05dx" % i) is None for i in range(600))
+        st = db.stats()
+        assert st["filter_useful"] > 500 and st["filters_damaged"] == 0
+    (sst,) = [f for f in os.listdir(path) if f.endswith(".sst")]
+    p = os.path.join(path, sst)
+    data = open(p, "rb").read()
+    h = decode_footer(data, p)
+    assert data[h.filter_off : h.filter_off + 4] == PARTITION_MAGIC
+    # damage the first partition (it starts right after the data blocks): its keys fail open
+    _flip(p, random.Random(3), h.filter_off - 200, h.filter_off - 100)
+    with DB.open(path, _opts()) as db:
+        _read_all(db, model)
+        assert db.stats()["filters_damaged"] == 1

@@ -104,6 +104,8 @@ def test_model_compressed_and_other_filters(tmp_path):
     _run_model(str(tmp_path / "l"), 2500, seed=4, compression="lz4", filter="standard:8",
                filter_per_level={0: "blocked:16", 2: None}, optimize_filters_for_hits=True)
     _run_model(str(tmp_path / "n"), 1500, seed=5, filter=None)
+    _run_model(str(tmp_path / "p"), 3000, seed=6, partitioned_filters=True, filter_partition_blocks=2,
+               background_compaction=False)
 
 
 @pytest.mark.slow

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from operator import itemgetter
 import os
 import re
 import threading
 import weakref
 from collections import Counter
+from operator import itemgetter
 from typing import Any, Iterator
 
 import numpy as np
 
 from ..errors import BloomDBError, CorruptionError, InvalidArgument, KeyTypeError
+from ..hashing import hash64 as _xxh3  # XXH3-64 seed 0: the filters' hash
 from . import _lsm_kernels as K
 from . import manifest as mf
 from . import wal
@@ -267,7 +268,7 @@ class DB:
         last = all(not self._version.levels[i] for i in range(1, MAX_LEVELS))
         o = self.options
         info = build_table(self._fs, p, number, keys, trs, vals, o.filter_for(level, last), o.block_size,
-                           o.restart_interval, o.compression)
+                           o.restart_interval, o.compression, partition_blocks=o.partition_blocks())
         self._stats["bytes_flushed"] += info.file_size
         return TableRef(level, info, Table(self._fs, p, number, self._cache))
 
@@ -546,11 +547,9 @@ class DB:
 
     def _read_slot(self, ver: Version, p, s: int, key: bytes, snap: int):
         other = p[2][s]
-        if other is not None:
-            from ..hashing import hash64
-
+        if other is not None:  # another family's filter, or partitioned filters: asked here
             self._stats["filter_checks"] += 1
-            if not other.might_contain_hashes(np.array([hash64(key)], np.uint64))[0]:
+            if not other(key, _xxh3(key)):
                 self._stats["filter_useful"] += 1
                 return MISSING
             self._stats["filter_positive"] += 1

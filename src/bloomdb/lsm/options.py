@@ -28,6 +28,11 @@ class Options:
     * ``compression``: ``None``, ``"zstd"`` or ``"lz4"``, per data block.
     * ``block_cache_bytes``: LRU cache of decompressed data blocks (compressed tables only;
       uncompressed blocks are read straight from the memory-mapped file).
+    * ``partitioned_filters``: instead of one filter per table, one per
+      ``filter_partition_blocks`` (16) data blocks, each read on demand (and kept) by the first
+      lookup that needs it, found through a small partition index -- for tables too big to keep
+      every filter in memory. Such tables are asked in Python after the probe kernel (one
+      ``might_contain`` per table), not inside it.
     * ``wal_buffer_bytes``: unsynced WAL records are buffered in the process up to this many
       bytes (64 KiB) before one ``write`` syscall; a process crash may lose them (``sync=True``
       writes never). ``0``: every write reaches the OS before ``put`` returns.
@@ -52,6 +57,8 @@ class Options:
     level_ratio: float = 10.0
     compression: str | None = None
     block_cache_bytes: int = 8 << 20
+    partitioned_filters: bool = False
+    filter_partition_blocks: int = 16
     wal_buffer_bytes: int = 64 << 10
     paranoid_checks: bool = True
     create_if_missing: bool = True
@@ -77,6 +84,8 @@ class Options:
             raise InvalidArgument(f"Options.level_ratio must be > 1, got {self.level_ratio!r}")
         if self.compression not in (None, "zstd", "lz4"):
             raise InvalidArgument(f"Options.compression must be None, 'zstd' or 'lz4', got {self.compression!r}")
+        if not isinstance(self.filter_partition_blocks, int) or self.filter_partition_blocks < 1:
+            raise InvalidArgument("Options.filter_partition_blocks must be an integer >= 1")
         if not isinstance(self.wal_buffer_bytes, int) or self.wal_buffer_bytes < 0:
             raise InvalidArgument("Options.wal_buffer_bytes must be an integer >= 0")
         if not isinstance(self.block_cache_bytes, int) or self.block_cache_bytes < 0:
@@ -90,6 +99,10 @@ class Options:
             if not isinstance(lvl, int) or not 0 <= lvl < MAX_LEVELS:
                 raise InvalidArgument(f"Options.filter_per_level keys are levels 0..{MAX_LEVELS - 1}, got {lvl!r}")
         return replace(self)
+
+    def partition_blocks(self) -> int:
+        """Data blocks per filter partition (0: one filter per table)."""
+        return self.filter_partition_blocks if self.partitioned_filters else 0
 
     def filter_for(self, level: int, last_level: bool) -> str | None:
         """The filter spec for a table written to ``level`` (``last_level``: deepest with data)."""

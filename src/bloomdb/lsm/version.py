@@ -29,6 +29,15 @@ class TableRef:
         return self.info.number
 
 
+def _family_check(f):
+    """``(key, hash) -> may contain`` for a filter of a family the probe kernel does not walk."""
+
+    def check(key: bytes, h: int) -> bool:
+        return bool(f.might_contain_hashes(np.array([h], np.uint64))[0])
+
+    return check
+
+
 class Version:
     def __init__(self, levels: list[list[TableRef]]):
         lv = [list(x) for x in levels] + [[] for _ in range(MAX_LEVELS - len(levels))]
@@ -88,6 +97,7 @@ class Version:
             base = K.SLOTS + K.STRIDE * i
             f = r.table.filter()
             kind = 0
+            other = None
             if isinstance(f, BlockedBloom):
                 w, lines, k = f.kernel_args
                 kind = 1
@@ -98,7 +108,11 @@ class Version:
                 woff += w.shape[0]
             elif f is not None:
                 kind = 2
-            others.append(f if kind == 2 else None)
+                other = _family_check(f)
+            elif r.table.partitions is not None:
+                kind = 2
+                other = r.table.partition_may_contain
+            others.append(other if kind == 2 else None)
             meta[base] = kind
             mn, mx = r.info.min_key, r.info.max_key
             meta[base + 4 : base + 8] = (boff, len(mn), boff + len(mn), len(mx))

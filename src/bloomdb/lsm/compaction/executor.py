@@ -71,7 +71,8 @@ def run(task: Task, version: Version, ctx) -> tuple[set[int], list[TableRef], in
         path = table_path(ctx.folder, number)
         info = build_table_arrays(ctx.fs, path, number, kd[ko[a] : ko[b]], ko[a : b + 1] - ko[a], tr[a:b],
                                   vd[vo[a] : vo[b]], vo[a : b + 1] - vo[a], spec,
-                                  opts.block_size, opts.restart_interval, opts.compression)
+                                  opts.block_size, opts.restart_interval, opts.compression,
+                                  partition_blocks=opts.partition_blocks())
         a = b
         written += info.file_size
         added.append(TableRef(out_level, info, Table(ctx.fs, path, number, ctx.cache)))

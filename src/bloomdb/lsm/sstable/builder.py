@@ -41,7 +41,7 @@ def _pack(items: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
 
 def build_table(fs, path: str, number: int, keys: list[bytes], trailers: list[int], values: list[bytes],
                 filter_spec: str | None, block_size: int, restart_interval: int,
-                compression: str | None, sync: bool = True) -> TableInfo:
+                compression: str | None, sync: bool = True, partition_blocks: int = 0) -> TableInfo:
     """Write ``keys``/``trailers``/``values`` (sorted: key ascending, sequence descending; a
     trailer is ``seq << 8 | type``, type 1 value, 0 deletion with value ``b""``) to ``path``.
     """
@@ -50,14 +50,34 @@ def build_table(fs, path: str, number: int, keys: list[bytes], trailers: list[in
     kdata, koff = _pack(keys)
     vdata, voff = _pack(values)
     return build_table_arrays(fs, path, number, kdata, koff, np.asarray(trailers, dtype=np.uint64), vdata, voff,
-                              filter_spec, block_size, restart_interval, compression, sync)
+                              filter_spec, block_size, restart_interval, compression, sync, partition_blocks)
+
+
+PARTITION_MAGIC = b"BDBP"
+
+
+def _filter_bytes(spec: str, kdata, koff, first, a: int, b: int) -> bytes:
+    """The serialized filter of the distinct keys among entries ``a..b``."""
+    sel = np.flatnonzero(first[a:b]) + a
+    if sel.shape[0] == b - a:
+        kd, ko = kdata[koff[a] : koff[b]], koff[a : b + 1] - koff[a]
+    else:
+        kd, ko = K.gather(kdata, koff, sel)
+    import pyarrow as pa  # the packed keys handed over in Arrow layout: no copy
+
+    keys_arr = pa.Array.from_buffers(pa.large_binary(), ko.shape[0] - 1,
+                                     [None, pa.py_buffer(np.ascontiguousarray(ko)), pa.py_buffer(np.ascontiguousarray(kd))])
+    return filters.build(spec, keys_arr).to_bytes()
 
 
 def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff, filter_spec: str | None,
                        block_size: int, restart_interval: int, compression: str | None,
-                       sync: bool = True) -> TableInfo:
+                       sync: bool = True, partition_blocks: int = 0) -> TableInfo:
     """:func:`build_table` over packed arrays (Arrow layout: ``kdata``/``koff`` user keys,
-    ``vdata``/``voff`` values, ``tr`` uint64 trailers): no Python object per entry."""
+    ``vdata``/``voff`` values, ``tr`` uint64 trailers): no Python object per entry.
+
+    ``partition_blocks > 0``: partitioned filters, one filter per ``partition_blocks`` data
+    blocks (each stored as its own block), and the filter block holds their index."""
     n = koff.shape[0] - 1
     if n <= 0:
         raise ValueError("a table needs at least one entry")
@@ -85,16 +105,23 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
     fbytes = b""
     if filter_spec is not None:
         first = K.first_of_key(kdata, koff)
-        if not first.all():
-            kdata_f, koff_f = K.gather(kdata, koff, np.flatnonzero(first))
-        else:
-            kdata_f, koff_f = kdata, koff
-        import pyarrow as pa  # the packed keys handed over in Arrow layout: no copy
-
-        keys_arr = pa.Array.from_buffers(pa.large_binary(), koff_f.shape[0] - 1,
-                                         [None, pa.py_buffer(np.ascontiguousarray(koff_f)),
-                                          pa.py_buffer(np.ascontiguousarray(kdata_f))])
-        fbytes = filters.build(filter_spec, keys_arr).to_bytes()
+        if partition_blocks <= 0:
+            fbytes = _filter_bytes(filter_spec, kdata, koff, first, 0, n)
+        else:  # one filter per group of data blocks, each its own checked block, then their index
+            lasts_l = lasts.tolist()
+            pindex = [PARTITION_MAGIC, struct.pack("<I", -(-len(lasts_l) // partition_blocks))]
+            a = 0
+            for g in range(0, len(lasts_l), partition_blocks):
+                b = lasts_l[min(g + partition_blocks, len(lasts_l)) - 1] + 1
+                blob = _filter_bytes(filter_spec, kdata, koff, first, a, b)
+                lk = key(b - 1)
+                pindex.append(struct.pack("<QII", pos, len(blob), len(lk)))
+                pindex.append(lk)
+                framed = frame(blob, 0)
+                parts.append(framed)
+                pos += len(framed)
+                a = b
+            fbytes = b"".join(pindex)
     seqs = tr >> np.uint64(8)
     dels = int(np.count_nonzero((tr & np.uint64(0xFF)) == 0))
     meta = Meta(n, dels, int(seqs.min()), int(seqs.max()), int(koff[-1] - koff[0]), int(voff[-1] - voff[0]),

@@ -20,6 +20,7 @@ from ... import filters
 from ...errors import CorruptionError
 from .. import _lsm_kernels as K
 from .block import RAW, TRAILER, unframe
+from .builder import PARTITION_MAGIC
 from .footer import decode_footer, decode_meta
 
 MISSING = object()  #: the table holds no version of the key visible at the snapshot
@@ -49,6 +50,7 @@ class Table:
         self._filter = None
         self._filter_loaded = False
         self.filter_damaged = False
+        self.partitions = None
         self._lock = threading.Lock()
 
     def _parse_index(self, b: bytes) -> None:
@@ -75,7 +77,8 @@ class Table:
 
     # -- filter -------------------------------------------------------------------------------
     def filter(self):
-        """The table's filter (``None`` when it has none or it is damaged). Loaded once."""
+        """The table's whole-table filter (``None`` when it has none, it is damaged, or the table
+        has partitioned filters -- see :meth:`partition_may_contain`). Loaded once."""
         if self._filter_loaded:
             return self._filter
         with self._lock:
@@ -84,12 +87,54 @@ class Table:
                 if h.filter_size:
                     try:
                         _, fb = unframe(self._buf, h.filter_off, h.filter_size, self.path, "filter")
-                        self._filter = filters.from_bytes(fb if fb is not None else self._buf[h.filter_off : h.filter_off + h.filter_size])
+                        fb = fb if fb is not None else bytes(self._buf[h.filter_off : h.filter_off + h.filter_size])
+                        if fb[:4] == PARTITION_MAGIC:
+                            self._parse_partitions(fb)
+                        else:
+                            self._filter = filters.from_bytes(fb)
                     except Exception:  # noqa: BLE001 - a damaged filter fails open
                         self._filter = None
+                        self.partitions = None
                         self.filter_damaged = True
                 self._filter_loaded = True
         return self._filter
+
+    def _parse_partitions(self, b: bytes) -> None:
+        (n,) = struct.unpack_from("<I", b, 4)
+        p = 8
+        keys, offs, sizes = [], [], []
+        for _ in range(n):
+            off, size, klen = struct.unpack_from("<QII", b, p)
+            p += 16
+            keys.append(b[p : p + klen])
+            p += klen
+            offs.append(off)
+            sizes.append(size)
+        if p != len(b) or n == 0:
+            raise ValueError("malformed partition index")
+        self._part_filters = [None] * n
+        self.partitions = (keys, offs, sizes)
+
+    def partition_may_contain(self, key: bytes, h: int) -> bool:
+        """Partitioned filters: ask the filter of the partition whose key range holds ``key``
+        (read and kept on first use; a damaged partition fails open)."""
+        parts = self.partitions
+        if parts is None:
+            return True
+        keys, offs, sizes = parts
+        i = bisect_left(keys, key)
+        if i == len(keys):
+            return False  # beyond the table's last key
+        f = self._part_filters[i]
+        if f is None:
+            try:
+                _, fb = unframe(self._buf, offs[i], sizes[i], self.path, "filter partition")
+                f = filters.from_bytes(fb if fb is not None else bytes(self._buf[offs[i] : offs[i] + sizes[i]]))
+            except Exception:  # noqa: BLE001 - fail open
+                self.filter_damaged = True
+                return True
+            self._part_filters[i] = f
+        return bool(f.might_contain_hashes(np.array([h], np.uint64))[0])
 
     @property
     def filter_bytes(self) -> int:
