@@ -145,6 +145,7 @@ class DB:
         self._bg_error: BaseException | None = None
         self._closed = False
         self._closing = False
+        self._mem_limit = options.memtable_bytes
         self._cache = BlockCache(options.block_cache_bytes) if options.compression and options.block_cache_bytes else None
         self._compact_pointers: dict[int, bytes] = {}
         self._manual_pending = False
@@ -317,16 +318,23 @@ class DB:
         if type(value) is not bytes:
             value = _value(value)
         with self._lock:
-            if self._mem.bytes >= self.options.memtable_bytes or self._bg_error is not None or self._closing:
+            mem = self._mem
+            if mem.bytes >= self._mem_limit or self._bg_error is not None or self._closing:
                 self._check_writable()
                 self._make_room()
+                mem = self._mem
             seq = self._seq + 1
             # wal.encode_put, inlined: this is the hot path of every unbatched write
             payload = b"".join((_PUT1.pack(seq, 1, 1, len(key)), key, _U32.pack(len(value)), value))
             n = _U32.pack(len(payload))
-            self._append(b"".join((_U32.pack(_crc(payload, _crc(n))), n, payload)), sync)
+            record = b"".join((_U32.pack(_crc(payload, _crc(n))), n, payload))
+            try:
+                self._log.add(record, sync)
+            except BaseException as e:
+                self._bg_error = e  # the log's tail is unknown now: nothing may be appended after it
+                raise
             self._seq = seq
-            self._mem.add(seq, key, value, bool(self._snapshots))
+            mem.add(seq, key, value, bool(self._snapshots))
 
     def delete(self, key, sync: bool = False) -> None:
         """Remove ``key`` (writes a tombstone). Deleting a missing key is not an error."""
@@ -358,7 +366,6 @@ class DB:
             self._seq = first + len(ops) - 1
 
     def _append(self, record: bytes, sync: bool) -> None:
-        self._stats["wal_bytes"] += len(record)
         try:
             self._log.add(record, sync)
         except BaseException as e:
@@ -391,6 +398,7 @@ class DB:
         log = wal.LogWriter(self._fs, self._file(f"{n:06d}.log"), n, self.options.wal_buffer_bytes)
         old = self._log
         self._log = log
+        self._stats["wal_bytes"] += old.bytes
         try:
             old.close()
         except BaseException as e:
@@ -742,7 +750,8 @@ class DB:
         useful = int(counters[1]) + st["filter_useful"]
         positive = int(counters[2]) + st["filter_positive"]
         refs = ver.all_refs()
-        logged = max(1, st["wal_bytes"])
+        wal_bytes = st["wal_bytes"] + self._log.bytes
+        logged = max(1, wal_bytes)
         return {
             "filter_checks": checks,
             "filter_useful": useful,
@@ -757,7 +766,7 @@ class DB:
             "bytes_per_level": [sum(r.info.file_size for r in level) for level in ver.levels],
             "filter_bytes": sum(r.table.filter_bytes for r in refs),
             "compactions": st["compactions"],
-            "write_amplification": (st["bytes_flushed"] + st["bytes_compacted"]) / logged if st["wal_bytes"] else 0.0,
+            "write_amplification": (st["bytes_flushed"] + st["bytes_compacted"]) / logged if wal_bytes else 0.0,
             "read_amplification": st["blocks_read"] / max(1, st["true_positive"]),
             "memtable_entries": len(mem) + (len(imm) if imm is not None else 0),
             "last_sequence": self._seq,

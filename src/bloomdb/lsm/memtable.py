@@ -16,7 +16,7 @@ _ENTRY_OVERHEAD = 48
 
 
 class MemTable:
-    __slots__ = ("latest", "history", "keys", "pending", "bytes", "log_number", "entries")
+    __slots__ = ("latest", "history", "keys", "pending", "bytes", "log_number")
 
     def __init__(self, log_number: int = 0):
         self.latest: dict[bytes, tuple[int, bytes | None]] = {}
@@ -24,19 +24,18 @@ class MemTable:
         self.keys = SortedList()
         self.pending: list[bytes] = []
         self.bytes = 0
-        self.entries = 0
         self.log_number = log_number
 
     def add(self, seq: int, key: bytes, value: bytes | None, keep_old: bool) -> None:
         """Insert a version. ``keep_old``: a snapshot is live, keep the version this one hides."""
-        old = self.latest.get(key)
+        latest = self.latest
+        old = latest.get(key)
         if old is None:
             self.pending.append(key)
         elif keep_old:
             self.history.setdefault(key, []).append(old)
-        self.latest[key] = (seq, value)
+        latest[key] = (seq, value)
         self.bytes += len(key) + (len(value) if value is not None else 0) + _ENTRY_OVERHEAD
-        self.entries += 1
 
     def get(self, key: bytes, snap: int | None):
         """``(seq, value)`` of the newest version visible at ``snap`` (``None``: newest), or None."""
