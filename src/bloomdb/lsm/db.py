@@ -544,13 +544,13 @@ class DB:
             v = e[1]
             return default if v is None else v
         p = ver._probe or ver.probe()
-        meta, words, _, bounds = p
-        s = K.probe(meta, words, bounds, key, 0)
+        d = p[0]
+        s = K.probe(d, key, 0)
         while s >= 0:
             r = self._read_slot(ver, p, s, key, snap)
             if r is not MISSING:
                 return default if r is DELETED else r
-            s = K.probe(meta, words, bounds, key, s + 1)
+            s = K.probe(d, key, s + 1)
         return default
 
     def _read_slot(self, ver: Version, p, s: int, key: bytes, snap: int):
@@ -594,8 +594,8 @@ class DB:
         np.cumsum(np.fromiter(map(len, sub), np.int64, len(sub)), out=offsets[1:])
         slots = np.empty(len(sub), np.int64)
         p = ver._probe or ver.probe()
-        meta, words, _, bounds = p
-        K.probe_many(meta, words, bounds, data, offsets, slots)
+        d = p[0]
+        K.probe_many(d, data, offsets, slots)
         hits = np.flatnonzero(slots >= 0)
         if hits.size:
             sl = slots.tolist()
@@ -608,7 +608,7 @@ class DB:
                         if r is not DELETED:
                             out[todo[j]] = r
                         break
-                    s = K.probe(meta, words, bounds, key, s + 1)
+                    s = K.probe(d, key, s + 1)
         return out
 
     def __contains__(self, key) -> bool:

@@ -66,8 +66,9 @@ class Version:
 
     # -- the probe directory ------------------------------------------------------------------
     def probe(self):
-        """``(meta, words, other filters, bounds)`` for :func:`_lsm_kernels.probe`; built (and
-        every table's filter loaded) on the version's first read, then kept."""
+        """``(directory, None, other-filter checks per slot, None)`` for
+        :func:`_lsm_kernels.probe`; built (and every table's filter loaded) on the version's
+        first read, then kept."""
         p = self._probe
         if p is not None:
             return p
@@ -118,6 +119,23 @@ class Version:
             meta[base + 4 : base + 8] = (boff, len(mn), boff + len(mn), len(mx))
             bounds += (mn, mx)
             boff += len(mn) + len(mx)
-        words = np.concatenate(chunks) if chunks else np.zeros(16, np.uint32)
-        bnd = np.frombuffer(b"".join(bounds) or b"\0", np.uint8)
-        return meta, words, tuple(others), bnd
+        # one int64 array: meta, then the filter words, then the key bounds (absolute offsets)
+        bnd = b"".join(bounds)
+        m = meta.shape[0]
+        w64 = (woff + 1) // 2
+        directory = np.zeros(m + w64 + (len(bnd) + 7) // 8 + 1, np.int64)
+        directory[:m] = meta
+        w32 = directory.view(np.uint32)
+        base32 = 2 * m
+        for i in range(len(slots)):
+            b = K.SLOTS + K.STRIDE * i
+            if directory[b] == 1:
+                directory[b + 1] += base32
+            directory[b + 4] += 8 * (m + w64)
+            directory[b + 6] += 8 * (m + w64)
+        if chunks:
+            w32[base32 : base32 + woff] = np.concatenate(chunks)
+        directory.view(np.uint8)[8 * (m + w64) : 8 * (m + w64) + len(bnd)] = np.frombuffer(bnd, np.uint8)
+        directory[K.W32_BASE] = base32
+        directory[K.BYTE_BASE] = 8 * (m + w64)
+        return directory, None, tuple(others), None
