@@ -20,8 +20,8 @@ import os
 import re
 import threading
 import weakref
-from bisect import bisect_left
 from collections import Counter
+from operator import itemgetter
 from typing import Any, Iterator
 
 import numpy as np
@@ -655,7 +655,7 @@ class DB:
             cur = None
             best_seq = -1
             best_val = None
-            merged = its[0] if len(its) == 1 else heapq.merge(*its, reverse=reverse)  # (key, seq) pairs are unique
+            merged = its[0] if len(its) == 1 else heapq.merge(*its, key=_first, reverse=reverse)
             for k, s, v in merged:
                 if k != cur:
                     if cur is not None and best_seq >= 0 and best_val is not None:
@@ -774,35 +774,31 @@ class DB:
 
 
 _ABSENT = object()
+_first = itemgetter(0)
 
 
 def _table_range(t: Table, start, end, reverse):
-    """``(key, seq, value)`` entries of table ``t`` in ``[start, end)`` (descending with
-    ``reverse``); deletions have value None. Works a block at a time: the per-entry tuples are
-    made by ``zip`` over the block's lists, and only the edge blocks are trimmed."""
+    """``(key, seq, value)`` entries of table ``t`` in ``[start, end)``; deletions have value None."""
     nb = t.num_blocks()
     if not reverse:
         i = 0 if start is None else t.first_block_for(start)
-        stop, step = nb, 1
+        while i < nb:
+            keys, trs, vals = t.decode_block(i)
+            for k, tr, v in zip(keys, trs, vals):
+                if start is not None and k < start:
+                    continue
+                if end is not None and k >= end:
+                    return
+                yield k, tr >> 8, (v if tr & 0xFF else None)
+            i += 1
     else:
         i = nb - 1 if end is None else min(nb - 1, t.first_block_for(end))
-        stop, step = -1, -1
-    while i != stop:
-        keys, trs, vals = t.decode_block(i)
-        n = len(keys)
-        a = 0 if start is None else bisect_left(keys, start)
-        b = n if end is None else bisect_left(keys, end)
-        if a or b < n:
-            keys, trs, vals = keys[a:b], trs[a:b], vals[a:b]
-        if keys:
-            seqs = [x >> 8 for x in trs]
-            if any((x & 0xFF) == 0 for x in trs):
-                vals = [v if tr & 0xFF else None for tr, v in zip(trs, vals)]
-            if reverse:
-                keys.reverse()
-                seqs.reverse()
-                vals.reverse()
-            yield from zip(keys, seqs, vals)
-        if (b < n) if not reverse else (a > 0):
-            return  # the range ends inside this block
-        i += step
+        while i >= 0:
+            keys, trs, vals = t.decode_block(i)
+            for k, tr, v in zip(reversed(keys), reversed(trs), reversed(vals)):
+                if end is not None and k >= end:
+                    continue
+                if start is not None and k < start:
+                    return
+                yield k, tr >> 8, (v if tr & 0xFF else None)
+            i -= 1
