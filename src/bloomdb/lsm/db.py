@@ -231,13 +231,16 @@ class DB:
             if name == "MANIFEST.tmp":
                 fs.remove(self._file(name))
         mem = MemTable()
+        damage: list[int] = []
         for n in sorted(logs):
+            self._next_file = max(self._next_file, n + 1)
+            if damage:
+                continue  # paranoid_checks=False stopped at damage: later writes are not replayed
             p = self._file(f"{n:06d}.log")
-            for first, ops in wal.read_log(fs.read_all(p), p, self.options.paranoid_checks):
+            for first, ops in wal.read_log(fs.read_all(p), p, self.options.paranoid_checks, damage):
                 for i, (k, v) in enumerate(ops):
                     mem.add(first + i, k, v, True)
                 seq = max(seq, first + len(ops) - 1)
-            self._next_file = max(self._next_file, n + 1)
         self._seq = seq
         if len(mem):
             info = self._write_table(mem, 0)

@@ -90,8 +90,13 @@ def _decode_payload(p: bytes, path: str) -> tuple[int, list[tuple[bytes, bytes |
     return seq, ops
 
 
-def read_log(data, path: str, paranoid: bool = True) -> Iterator[tuple[int, list[tuple[bytes, bytes | None]]]]:
+def read_log(data, path: str, paranoid: bool = True,
+             damage: list | None = None) -> Iterator[tuple[int, list[tuple[bytes, bytes | None]]]]:
     """Yield ``(first sequence, ops)`` per intact batch of a log's bytes ``data``.
+
+    With ``paranoid=False`` a damaged record in the middle ends the log and its offset is
+    appended to ``damage`` (the caller must not replay later logs either: that would apply
+    writes made after the lost ones).
 
     Cost: one CRC32C pass over the log; after a damaged record, one scan of the rest of the file
     for an intact record (that is what tells mid-log corruption from a torn tail).
@@ -104,6 +109,8 @@ def read_log(data, path: str, paranoid: bool = True) -> Iterator[tuple[int, list
             if _intact_after(data, pos + 1):
                 if paranoid:
                     raise CorruptionError(f"WAL record at offset {pos} is damaged (intact records follow)", path)
+                if damage is not None:
+                    damage.append(pos)
             return  # torn tail: the record was being written when the process died; never acknowledged
         (n,) = _U32.unpack_from(data, pos + 4)
         body_end = pos + _HDR.size + n
