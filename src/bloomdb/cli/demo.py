@@ -50,9 +50,10 @@ def _equal_fpr_section() -> None:
 
 def _sections():
     """Further demo sections contributed by the engines (store, join), in order."""
+    from ..bench.lsm_demo import demo_hook as lsm_hook
     from . import demo_formats
 
-    return [_equal_fpr_section, demo_formats.section, _join_section]
+    return [_equal_fpr_section, demo_formats.section, lsm_hook, _join_section]
 
 
 def _join_section() -> None:

@@ -14,6 +14,8 @@ COMMANDS = (
     "bloomdb.cli.filter_bench",
     "bloomdb.cli.calc",
     "bloomdb.cli.join_bench",
+    "bloomdb.cli.db_bench",
+    "bloomdb.cli.db_stress",
 )
 
 

@@ -1,0 +1,272 @@
+"""db_bench for the LSM store, LevelDB's benchmark phases from Python, with optional peers.
+
+Phases (16-byte keys ``%016d``, 100-byte values; every engine gets the same keys in the same
+order, in the same process):
+
+* ``fillseq``: N puts in key order into an empty store;
+* ``fillrandom``: N puts in random order into an empty store (the store the read phases use);
+* ``readrandom``: N gets of random present keys;
+* ``readmissing``: N gets of absent keys (a present key plus ``"."``, so they fall inside every
+  table's key range: only the filters can save the reads);
+* ``readmixed``: N gets, half present, half absent;
+* ``scan``: one forward scan over the whole store (ops = entries);
+* ``mgetmissing``: ``multi_get`` of the absent keys in batches of 1000 (bloomdb only).
+
+After each fill the harness waits for bloomdb's background compactions (untimed); LevelDB and
+RocksDB compact in their own threads. Peers: ``leveldb`` (plyvel, 10 bits/key Bloom filter) and
+``rocksdb`` (rocksdict, 10 bits/key Bloom filter), both with their default caches.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+PHASES = ("fillseq", "fillrandom", "readrandom", "readmissing", "readmixed", "scan")
+EXTRA_PHASES = ("mgetmissing",)
+VALUE_SIZE = 100
+
+
+@dataclass
+class PhaseResult:
+    engine: str
+    phase: str
+    ops: int
+    seconds: float
+
+    @property
+    def ops_per_s(self) -> float:
+        return self.ops / self.seconds if self.seconds > 0 else float("inf")
+
+    @property
+    def us_per_op(self) -> float:
+        return self.seconds / self.ops * 1e6 if self.ops else 0.0
+
+
+@dataclass
+class EngineRun:
+    engine: str
+    results: list[PhaseResult] = field(default_factory=list)
+    stats: dict | None = None
+
+
+class _Bloomdb:
+    name = "bloomdb"
+
+    def __init__(self, path, filter_spec, compression=None):
+        from ..lsm import DB, Options
+        from ..lsm.fs import RealFS
+
+        self.db = DB.open(path, Options(filter=filter_spec, compression=compression, fs=RealFS()))
+        self.get = self.db.get
+        self.put = self.db.put
+
+    def settle(self):
+        self.db.wait_for_compactions()
+
+    def scan(self):
+        n = 0
+        for _ in self.db.scan():
+            n += 1
+        return n
+
+    def multi_get(self, keys):
+        return self.db.multi_get(keys)
+
+    def close(self):
+        self.db.close()
+
+
+class _LevelDB:
+    name = "leveldb"
+
+    def __init__(self, path, filter_spec, compression=None):
+        import plyvel
+
+        self.db = plyvel.DB(path, create_if_missing=True, bloom_filter_bits=10,
+                            compression="snappy" if compression else None)
+        self.get = self.db.get
+        self.put = self.db.put
+
+    def settle(self):
+        pass
+
+    def scan(self):
+        n = 0
+        for _ in self.db.iterator():
+            n += 1
+        return n
+
+    multi_get = None
+
+    def close(self):
+        self.db.close()
+
+
+class _RocksDB:
+    name = "rocksdb"
+
+    def __init__(self, path, filter_spec, compression=None):
+        from rocksdict import BlockBasedOptions, Options, Rdict
+
+        o = Options(raw_mode=True)
+        o.create_if_missing(True)
+        b = BlockBasedOptions()
+        b.set_bloom_filter(10, False)
+        o.set_block_based_table_factory(b)
+        self.db = Rdict(path, o)
+        self.get = self.db.get
+        self.put = self.db.put
+
+    def settle(self):
+        pass
+
+    def scan(self):
+        n = 0
+        for _ in self.db.items():
+            n += 1
+        return n
+
+    multi_get = None
+
+    def close(self):
+        self.db.close()
+
+
+ENGINES = {"bloomdb": _Bloomdb, "leveldb": _LevelDB, "rocksdb": _RocksDB}
+
+
+def make_keys(n: int, seed: int = 301):
+    """Present keys in order, the same keys shuffled, absent keys (shuffled), values."""
+    keys = [b"%016d" % i for i in range(n)]
+    rng = random.Random(seed)
+    shuffled = keys[:]
+    rng.shuffle(shuffled)
+    missing = [k + b"." for k in shuffled]
+    rng.shuffle(missing)
+    pool = rng.randbytes(VALUE_SIZE * 1024 + VALUE_SIZE)
+    values = [pool[(i * 97) % (VALUE_SIZE * 1024) :][:VALUE_SIZE] for i in range(1024)]
+    return keys, shuffled, missing, values
+
+
+def _progress(total, desc, enabled):
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit="op", unit_scale=True, leave=False, mininterval=0.5)
+
+
+def _timed_loop(fn, items, bar, chunk=20000):
+    t = time.perf_counter()
+    for s in range(0, len(items), chunk):
+        part = items[s : s + chunk]
+        for x in part:
+            fn(x)
+        if bar is not None:
+            bar.update(len(part))
+    return time.perf_counter() - t
+
+
+def run_engine(engine: str, phases, n: int, filter_spec: str | None, progress: bool = True,
+               folder: str | None = None, compression: str | None = None) -> EngineRun:
+    """Run ``phases`` on one engine in a fresh temporary folder."""
+    keys, shuffled, missing, values = make_keys(n)
+    cls = ENGINES[engine]
+    root = tempfile.mkdtemp(prefix=f"dbbench-{engine}-", dir=folder)
+    run = EngineRun(engine)
+    db = None
+    try:
+        def fill(order, phase):
+            nonlocal db
+            if db is not None:
+                db.close()
+            path = os.path.join(root, phase)
+            db = cls(path, filter_spec, compression)
+            put = db.put
+            bar = _progress(n, f"{engine} {phase}", progress)
+            t = time.perf_counter()
+            for s in range(0, n, 20000):
+                for i in range(s, min(n, s + 20000)):
+                    put(order[i], values[i & 1023])
+                if bar is not None:
+                    bar.update(min(n, s + 20000) - s)
+            run.results.append(PhaseResult(engine, phase, n, time.perf_counter() - t))
+            if bar is not None:
+                bar.close()
+            db.settle()
+
+        for phase in phases:
+            if phase == "fillseq":
+                fill(keys, "fillseq")
+            elif phase == "fillrandom":
+                fill(shuffled, "fillrandom")
+            else:
+                if db is None:
+                    fill(shuffled, "fillrandom")
+                bar = _progress(n, f"{engine} {phase}", progress)
+                if phase == "readrandom":
+                    sec = _timed_loop(db.get, shuffled, bar)
+                    ops = n
+                elif phase == "readmissing":
+                    sec = _timed_loop(db.get, missing, bar)
+                    ops = n
+                elif phase == "readmixed":
+                    mixed = [shuffled[i] if i & 1 else missing[i] for i in range(n)]
+                    sec = _timed_loop(db.get, mixed, bar)
+                    ops = n
+                elif phase == "scan":
+                    t = time.perf_counter()
+                    ops = db.scan()
+                    sec = time.perf_counter() - t
+                elif phase == "mgetmissing":
+                    if db.multi_get is None:
+                        if bar is not None:
+                            bar.close()
+                        continue
+                    batches = [missing[s : s + 1000] for s in range(0, n, 1000)]
+                    sec = _timed_loop(db.multi_get, batches, None)
+                    ops = n
+                else:
+                    raise ValueError(f"unknown phase {phase!r}")
+                if bar is not None:
+                    bar.close()
+                run.results.append(PhaseResult(engine, phase, ops, sec))
+        if engine == "bloomdb" and db is not None:
+            run.stats = db.db.stats()
+    finally:
+        if db is not None:
+            db.close()
+        shutil.rmtree(root, ignore_errors=True)
+    return run
+
+
+def format_runs(runs: list[EngineRun]) -> str:
+    """A table of every phase per engine, and ratios bloomdb / peer."""
+    lines = [f"{'engine':<10} {'phase':<12} {'ops':>10} {'ops/s':>12} {'us/op':>9}"]
+    for r in runs:
+        for p in r.results:
+            lines.append(f"{p.engine:<10} {p.phase:<12} {p.ops:>10,} {p.ops_per_s:>12,.0f} {p.us_per_op:>9.2f}")
+    base = runs[0]
+    for peer in runs[1:]:
+        lines.append("")
+        lines.append(f"ratio {base.engine} / {peer.engine} (ops/s, >1 means {base.engine} is faster)")
+        pr = {p.phase: p for p in peer.results}
+        for p in base.results:
+            if p.phase in pr:
+                lines.append(f"  {p.phase:<12} {p.ops_per_s / pr[p.phase].ops_per_s:>6.2f}x")
+    if base.stats:
+        s = base.stats
+        lines.append("")
+        lines.append(
+            f"bloomdb filter stats: checks {s['filter_checks']:,}, useful {s['filter_useful']:,} "
+            f"({100 * s['filter_useful_ratio']:.1f}%), positives {s['filter_positive']:,}, "
+            f"true positives {s['true_positive']:,}, data blocks read {s['data_blocks_read']:,}, "
+            f"filter bytes {s['filter_bytes']:,}")
+        lines.append(f"bloomdb tables per level {s['tables_per_level']}, write amplification "
+                     f"{s['write_amplification']:.2f}")
+    return "\n".join(lines)

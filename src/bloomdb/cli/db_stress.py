@@ -1,0 +1,37 @@
+"""``bloomdb db-stress``: the store against a dict under random ops, then under SIGKILL."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+
+NAME = "db-stress"
+HELP = "check the LSM store against a dict under random ops and SIGKILL crashes"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--ops", type=int, default=100_000, help="random operations in the model check")
+    p.add_argument("--kills", type=int, default=50, help="SIGKILL cycles (0 = none)")
+    p.add_argument("--kill-every", type=float, default=0.25, help="longest time (s) a child writes before it is killed")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dir", default=None, help="where to put the temporary stores")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..bench import stress
+
+    root = tempfile.mkdtemp(prefix="bloomdb-stress-", dir=args.dir)
+    try:
+        t = time.perf_counter()
+        bad = stress.model_check(f"{root}/model", args.ops, args.seed)
+        print(f"model check: {args.ops:,} ops, {bad} divergences ({time.perf_counter() - t:.1f} s)")
+        if args.kills:
+            t = time.perf_counter()
+            k = stress.kill_check(f"{root}/kill", args.kills, args.kill_every, args.seed)
+            print(f"kill check: {args.kills} SIGKILLs, {k} problems ({time.perf_counter() - t:.1f} s)")
+            bad += k
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 1 if bad else 0

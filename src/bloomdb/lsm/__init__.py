@@ -1,0 +1,15 @@
+"""``bloomdb.lsm``: an embedded LSM key-value store whose tables carry bloomdb filters.
+
+>>> from bloomdb.lsm import DB, Options
+>>> with DB.open("/tmp/mydb", Options(filter="blocked:10")) as db:
+...     db.put(b"k", b"v"); db.get(b"k")
+b'v'
+
+A read for a missing key costs one RAM probe per table (all tables' filters are checked by one
+kernel call) instead of one block read per table. See :class:`DB` and :class:`Options`.
+"""
+
+from .db import DB, Snapshot, WriteBatch
+from .options import Options
+
+__all__ = ["DB", "Options", "WriteBatch", "Snapshot"]

@@ -1,0 +1,659 @@
+"""numba kernels of the LSM store: the all-tables filter probe and the data-block codec.
+
+Probe directory (``meta``, int64) -- one array per store version, built by :mod:`bloomdb.lsm.probe`::
+
+    meta[0]              number of L0 slots (slots 0 .. n0-1, newest table first)
+    meta[1]              number of further levels described below (L1, L2, ...)
+    meta[2 + 2j]         first slot of level j+1
+    meta[3 + 2j]         number of slots of level j+1 (tables sorted by key, non-overlapping)
+    meta[C_CHECKS]       counter: filter probes done
+    meta[C_USEFUL]       counter: probes that said "definitely not" (the read was saved)
+    meta[C_POSITIVE]     counter: probes that said "may contain"
+    meta[W32_BASE]       32-bit index where the filter words start (same array, viewed as uint32)
+    meta[BYTE_BASE]      byte index where the key bounds start (same array, viewed as uint8)
+    meta[SLOTS + 8s ..]  slot s: kind, word offset, lines, k, min key offset, min key length,
+                         max key offset, max key length (offsets into ``bounds``, a uint8 array
+                         holding every slot's smallest and largest user key)
+
+``kind`` is 0 for a table without a usable filter (none, or damaged: fail open), 1 for a
+``blocked`` filter whose words start at 32-bit index ``offset``, 2 for a filter of another family
+(the kernel answers "may contain"; Python asks that family). A slot is a candidate only when
+``min key <= key <= max key`` (full bytewise comparison), so a lookup probes at most one table
+per level below L0.
+
+Data block (see docs/formats.md): entries ``varint shared, varint unshared, varint vlen,
+key[shared:], value`` over internal keys (user key + 8-byte little-endian ``seq << 8 | type``),
+then ``uint32`` restart offsets and their ``uint32`` count. All kernels are pure: arrays in,
+numbers/arrays out; they never raise on bad bytes (they return a status that Python turns into
+``CorruptionError``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..hashing._kernels import xxh3_64_bytes
+
+SLOTS = 24
+STRIDE = 8
+MAX_LEVELS = 9
+C_CHECKS = 20
+C_USEFUL = 21
+C_POSITIVE = 22
+W32_BASE = 18
+BYTE_BASE = 19
+
+ST_MISSING = 0
+ST_VALUE = 1
+ST_DELETED = 2
+ST_CORRUPT = -1
+
+
+@njit(cache=True, nogil=True)
+def _cmp(a, astart, alen, b, bstart, blen):
+    """Bytewise compare of ``a[astart:astart+alen]`` with ``b[bstart:bstart+blen]``: -1, 0, 1."""
+    n = min(alen, blen)
+    for i in range(n):
+        x = a[astart + i]
+        y = b[bstart + i]
+        if x != y:
+            return -1 if x < y else 1
+    if alen == blen:
+        return 0
+    return -1 if alen < blen else 1
+
+
+@njit(cache=True, nogil=True)
+def _probe(meta, words, bounds, h, key, kstart, klen, start):
+    """The probe loop. Written as one function with inline loops on purpose: every call of a
+    helper taking arrays costs numba an atomic incref/decref pair per array, which made this
+    loop 5x slower than the work it does."""
+    n0 = meta[0]
+    nlev = meta[1]
+    g0 = h >> np.uint64(32)
+    # slot order: L0 slots newest first, then for each level the one table whose range may hold key
+    j = -1  # -1: L0, else level index
+    s = start
+    while True:
+        if j < 0:
+            if s >= n0:
+                j = 0
+                continue
+            cand = s
+            s += 1
+        else:
+            if j >= nlev:
+                return -1
+            s0 = meta[2 + 2 * j]
+            c = meta[3 + 2 * j]
+            j += 1
+            if c == 0 or s0 + c <= start:
+                continue
+            lo = 0
+            hi = c
+            while lo < hi:  # first table whose max key >= key
+                mid = (lo + hi) >> 1
+                b = SLOTS + (s0 + mid) * STRIDE
+                bo = meta[b + 6]
+                bl = meta[b + 7]
+                r = 0
+                for t in range(min(bl, klen)):
+                    x = bounds[bo + t]
+                    y = key[kstart + t]
+                    if x != y:
+                        r = -1 if x < y else 1
+                        break
+                if r == 0 and bl != klen:
+                    r = -1 if bl < klen else 1
+                if r < 0:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            cand = s0 + lo
+            if cand < start or cand >= s0 + c:
+                continue
+        base = SLOTS + cand * STRIDE
+        # key >= min key ?
+        bo = meta[base + 4]
+        bl = meta[base + 5]
+        r = 0
+        for t in range(min(bl, klen)):
+            x = key[kstart + t]
+            y = bounds[bo + t]
+            if x != y:
+                r = -1 if x < y else 1
+                break
+        if r == 0 and bl != klen:
+            r = -1 if klen < bl else 1
+        if r < 0:
+            continue
+        # key <= max key ?
+        bo = meta[base + 6]
+        bl = meta[base + 7]
+        r = 0
+        for t in range(min(bl, klen)):
+            x = key[kstart + t]
+            y = bounds[bo + t]
+            if x != y:
+                r = -1 if x < y else 1
+                break
+        if r == 0 and bl != klen:
+            r = -1 if klen < bl else 1
+        if r > 0:
+            continue
+        if meta[base] != 1:
+            return cand  # no usable filter here (none, damaged, or another family): may contain
+        meta[C_CHECKS] += 1
+        lines = np.uint64(meta[base + 2])
+        w = (((h & np.uint64(0xFFFFFFFF)) * lines) >> np.uint64(32)) * np.uint64(16) + np.uint64(meta[base + 1])
+        k = meta[base + 3]
+        g = g0
+        ok = True
+        done = 0
+        while done < k and ok:
+            for p in range(8):
+                if done + p < k:
+                    m = np.uint64(1)
+                    if p == 1:
+                        m = np.uint64(0x9E3779B9)
+                    elif p == 2:
+                        m = np.uint64(0xE35E67B1)
+                    elif p == 3:
+                        m = np.uint64(0x734297E9)
+                    elif p == 4:
+                        m = np.uint64(0x35FBE861)
+                    elif p == 5:
+                        m = np.uint64(0xDEB7C719)
+                    elif p == 6:
+                        m = np.uint64(0x0448B211)
+                    elif p == 7:
+                        m = np.uint64(0x3459B749)
+                    x = (g * m) & np.uint64(0xFFFFFFFF)
+                    bit = (words[w + (x >> np.uint64(28))] >> np.uint32((x >> np.uint64(23)) & np.uint64(31))) & np.uint32(1)
+                    ok &= bit != 0
+            g = (g * np.uint64(0xAB25F4C1)) & np.uint64(0xFFFFFFFF)
+            done += 8
+        if ok:
+            meta[C_POSITIVE] += 1
+            return cand
+        meta[C_USEFUL] += 1
+
+
+@njit(cache=True, nogil=True)
+def probe(directory, key, start):
+    """First slot ``>= start`` that may hold ``key`` (range and filter), or -1. One hash per call.
+
+    ``directory`` is the whole probe structure in one int64 array (fewer arguments: numba's
+    dispatch costs ~0.1 us per array argument): the ``meta`` words, then the filters' 32-bit
+    words from 32-bit index ``directory[W32_BASE]``, then the key bounds from byte
+    ``directory[BYTE_BASE]``; the offsets stored in ``meta`` are already absolute.
+    """
+    n = len(key)
+    return _probe(directory, directory.view(np.uint32), directory.view(np.uint8),
+                  xxh3_64_bytes(key, 0, n), key, 0, n, start)
+
+
+@njit(cache=True, nogil=True)
+def probe_many(directory, data, offsets, out):
+    """``out[i]`` = :func:`probe` of key ``i`` (Arrow layout) from slot 0."""
+    words = directory.view(np.uint32)
+    bounds = directory.view(np.uint8)
+    for i in range(offsets.shape[0] - 1):
+        s = offsets[i]
+        n = offsets[i + 1] - s
+        out[i] = _probe(directory, words, bounds, xxh3_64_bytes(data, s, n), data, s, n, 0)
+
+
+# ------------------------------------------------------------------------------------------
+# data blocks
+# ------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _varint(buf, p, end):
+    """(value, next position); next position -1 when the varint runs past ``end``."""
+    result = np.int64(0)
+    shift = 0
+    while p < end and shift < 63:
+        b = np.int64(buf[p])
+        p += 1
+        result |= (b & 0x7F) << shift
+        if b < 128:
+            return result, p
+        shift += 7
+    return np.int64(0), -1
+
+
+@njit(cache=True, nogil=True)
+def _r32(buf, p):
+    return (np.int64(buf[p]) | (np.int64(buf[p + 1]) << 8) | (np.int64(buf[p + 2]) << 16)
+            | (np.int64(buf[p + 3]) << 24))  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def _cmp_user(a, astart, alen, key):
+    """Bytewise compare of a[astart:astart+alen] with key: -1, 0 or 1."""
+    n = min(alen, len(key))
+    for i in range(n):
+        x = a[astart + i]
+        y = key[i]
+        if x != y:
+            return -1 if x < y else 1
+    if alen == len(key):
+        return 0
+    return -1 if alen < len(key) else 1
+
+
+@njit(cache=True, nogil=True)
+def _restarts(buf, start, size):
+    """(number of restarts, position of the restart array); (-1, 0) when malformed."""
+    if size < 4:
+        return -1, 0
+    nr = _r32(buf, start + size - 4)
+    rpos = start + size - 4 - 4 * nr
+    if nr < 1 or rpos < start:
+        return -1, 0
+    return nr, rpos
+
+
+@njit(cache=True, nogil=True)
+def block_get(buf, start, size, key, snap):
+    """Search one data block for the newest version of ``key`` with sequence ``<= snap``.
+
+    Returns ``(status, value offset, value length)``: status 1 value, 2 deletion, 0 missing,
+    -1 malformed block. Cost: a binary search over restart points plus at most one restart
+    interval of entries.
+    """
+    nr, rpos = _restarts(buf, start, size)
+    if nr < 0:
+        return ST_CORRUPT, 0, 0
+    end = rpos
+    # last restart whose user key < key
+    lo = 0
+    hi = nr
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        p = start + _r32(buf, rpos + 4 * mid)
+        shared, p = _varint(buf, p, end)
+        if p < 0:
+            return ST_CORRUPT, 0, 0
+        unshared, p = _varint(buf, p, end)
+        if p < 0:
+            return ST_CORRUPT, 0, 0
+        vlen, p = _varint(buf, p, end)
+        if p < 0 or shared != 0 or unshared < 8 or p + unshared > end:
+            return ST_CORRUPT, 0, 0
+        if _cmp_user(buf, p, unshared - 8, key) < 0:
+            lo = mid
+        else:
+            hi = mid
+    scratch = np.empty(size, np.uint8)
+    klen = 0
+    p = start + _r32(buf, rpos + 4 * lo)
+    while p < end:
+        shared, p = _varint(buf, p, end)
+        if p < 0:
+            return ST_CORRUPT, 0, 0
+        unshared, p = _varint(buf, p, end)
+        if p < 0:
+            return ST_CORRUPT, 0, 0
+        vlen, p = _varint(buf, p, end)
+        if p < 0 or shared > klen or p + unshared + vlen > end or shared + unshared < 8:
+            return ST_CORRUPT, 0, 0
+        if shared + unshared > size:
+            return ST_CORRUPT, 0, 0
+        for i in range(unshared):
+            scratch[shared + i] = buf[p + i]
+        klen = shared + unshared
+        p += unshared
+        c = _cmp_user(scratch, 0, klen - 8, key)
+        if c > 0:
+            return ST_MISSING, 0, 0
+        if c == 0:
+            tr = np.uint64(0)
+            for i in range(8):
+                tr |= np.uint64(scratch[klen - 8 + i]) << np.uint64(8 * i)
+            if (tr >> np.uint64(8)) <= np.uint64(snap):
+                if (tr & np.uint64(0xFF)) == np.uint64(1):
+                    return ST_VALUE, p, vlen
+                return ST_DELETED, p, 0
+        p += vlen
+    return ST_MISSING, 0, 0
+
+
+@njit(cache=True, nogil=True)
+def block_decode(buf, start, size):
+    """All entries of a block: ``(ok, user keys data, key offsets, trailers, value offsets, value lengths)``.
+
+    Value offsets point into ``buf``. ``ok`` is False for a malformed block.
+    """
+    nr, rpos = _restarts(buf, start, size)
+    cap = max(size // 3, 1)
+    kdata = np.empty(size * 2 + 16, np.uint8)
+    koff = np.zeros(cap + 1, np.int64)
+    trailers = np.empty(cap, np.uint64)
+    voffs = np.empty(cap, np.int64)
+    vlens = np.empty(cap, np.int64)
+    scratch = np.empty(size + 8, np.uint8)
+    if nr < 0:
+        return False, kdata, koff[:1], trailers[:0], voffs[:0], vlens[:0]
+    end = rpos
+    p = start
+    n = 0
+    klen = 0
+    kpos = 0
+    while p < end:
+        shared, p = _varint(buf, p, end)
+        if p < 0:
+            break
+        unshared, p = _varint(buf, p, end)
+        if p < 0:
+            break
+        vlen, p = _varint(buf, p, end)
+        if p < 0 or shared > klen or p + unshared + vlen > end or shared + unshared < 8 or n >= cap:
+            p = -1
+            break
+        if shared + unshared > scratch.shape[0]:
+            p = -1
+            break
+        for i in range(unshared):
+            scratch[shared + i] = buf[p + i]
+        klen = shared + unshared
+        p += unshared
+        uk = klen - 8
+        if kpos + uk > kdata.shape[0]:
+            grown = np.empty(max(kdata.shape[0] * 2, kpos + uk), np.uint8)
+            grown[:kpos] = kdata[:kpos]
+            kdata = grown
+        for i in range(uk):
+            kdata[kpos + i] = scratch[i]
+        kpos += uk
+        tr = np.uint64(0)
+        for i in range(8):
+            tr |= np.uint64(scratch[uk + i]) << np.uint64(8 * i)
+        trailers[n] = tr
+        voffs[n] = p
+        vlens[n] = vlen
+        n += 1
+        koff[n] = kpos
+        p += vlen
+    if p != end:
+        return False, kdata, koff[:1], trailers[:0], voffs[:0], vlens[:0]
+    return True, kdata[:kpos], koff[: n + 1], trailers[:n], voffs[:n], vlens[:n]
+
+
+@njit(cache=True, nogil=True)
+def _put_varint(out, p, v):
+    while v >= 128:
+        out[p] = np.uint8((v & 0x7F) | 0x80)
+        v >>= 7
+        p += 1
+    out[p] = np.uint8(v)
+    return p + 1
+
+
+@njit(cache=True, nogil=True)
+def encode_blocks(kdata, koff, trailers, vdata, voff, block_size, restart_interval):
+    """Encode sorted entries into data blocks.
+
+    Entry ``i`` has user key ``kdata[koff[i]:koff[i+1]]``, trailer ``trailers[i]`` and value
+    ``vdata[voff[i]:voff[i+1]]``. A block ends once it holds ``>= block_size`` bytes, but never
+    between two versions of one user key (so a point read looks in exactly one block).
+    Returns ``(out, block_ends, block_last_entry)``: the blocks back to back in ``out``, the end
+    offset of each block in ``out`` and the index of its last entry.
+    """
+    n = koff.shape[0] - 1
+    total = 0
+    for i in range(n):
+        total += (koff[i + 1] - koff[i]) + 8 + (voff[i + 1] - voff[i]) + 15
+    nblocks_max = n + 1
+    out = np.empty(total + 8 * (n // max(restart_interval, 1) + 2) + 8 * nblocks_max + 64, np.uint8)
+    ends = np.empty(nblocks_max, np.int64)
+    lasts = np.empty(nblocks_max, np.int64)
+    restarts = np.empty(n + 1, np.int64)
+    prev = np.empty(0, np.uint8)
+    cur = np.empty(0, np.uint8)
+    nb = 0
+    p = 0
+    bstart = 0
+    nr = 0
+    count = 0
+    prev_len = 0
+    for i in range(n):
+        ks = koff[i]
+        uk = koff[i + 1] - ks
+        klen = uk + 8
+        if cur.shape[0] < klen:
+            cur = np.empty(klen * 2, np.uint8)
+        for j in range(uk):
+            cur[j] = kdata[ks + j]
+        tr = trailers[i]
+        for j in range(8):
+            cur[uk + j] = np.uint8((tr >> np.uint64(8 * j)) & np.uint64(0xFF))
+        shared = 0
+        if count % restart_interval == 0:
+            restarts[nr] = p - bstart
+            nr += 1
+        else:
+            m = min(prev_len, klen)
+            while shared < m and prev[shared] == cur[shared]:
+                shared += 1
+        vs = voff[i]
+        vlen = voff[i + 1] - vs
+        p = _put_varint(out, p, shared)
+        p = _put_varint(out, p, klen - shared)
+        p = _put_varint(out, p, vlen)
+        for j in range(shared, klen):
+            out[p] = cur[j]
+            p += 1
+        for j in range(vlen):
+            out[p] = vdata[vs + j]
+            p += 1
+        count += 1
+        prev, cur = cur, prev
+        prev_len = klen
+        same_next = False
+        if i + 1 < n:
+            nk = koff[i + 2] - koff[i + 1]
+            if nk == uk:
+                same_next = True
+                for j in range(uk):
+                    if kdata[koff[i + 1] + j] != kdata[ks + j]:
+                        same_next = False
+                        break
+        if i == n - 1 or (p - bstart >= block_size and not same_next):
+            for r in range(nr):
+                v = restarts[r]
+                for j in range(4):
+                    out[p + j] = np.uint8((v >> (8 * j)) & 0xFF)
+                p += 4
+            for j in range(4):
+                out[p + j] = np.uint8((nr >> (8 * j)) & 0xFF)
+            p += 4
+            ends[nb] = p
+            lasts[nb] = i
+            nb += 1
+            bstart = p
+            nr = 0
+            count = 0
+            prev_len = 0
+    return out[:p], ends[:nb], lasts[:nb]
+
+
+@njit(cache=True, nogil=True)
+def first_of_key(kdata, koff):
+    """``out[i]``: entry ``i`` is the first (newest) version of its user key."""
+    n = koff.shape[0] - 1
+    out = np.ones(n, np.bool_)
+    for i in range(1, n):
+        a = koff[i - 1]
+        la = koff[i] - a
+        b = koff[i]
+        lb = koff[i + 1] - b
+        if la == lb:
+            same = True
+            for j in range(la):
+                if kdata[a + j] != kdata[b + j]:
+                    same = False
+                    break
+            out[i] = not same
+    return out
+
+
+@njit(cache=True, nogil=True)
+def decode_blocks(buf, offs, sizes):
+    """Decode many data blocks of ``buf`` into packed arrays with the values copied out:
+    ``(ok, kdata, koff, trailers, vdata, voff)`` (``ok`` False: a malformed block)."""
+    total = 0
+    for b in range(offs.shape[0]):
+        total += sizes[b]
+    cap = total // 3 + 1
+    kdata = np.empty(total * 2 + 16, np.uint8)
+    koff = np.zeros(cap + 1, np.int64)
+    trailers = np.empty(cap, np.uint64)
+    vdata = np.empty(total + 1, np.uint8)
+    voff = np.zeros(cap + 1, np.int64)
+    scratch = np.empty(total + 16, np.uint8)
+    n = 0
+    kpos = 0
+    vpos = 0
+    for b in range(offs.shape[0]):
+        start = offs[b]
+        size = sizes[b]
+        nr, rpos = _restarts(buf, start, size)
+        if nr < 0:
+            return False, kdata[:0], koff[:1], trailers[:0], vdata[:0], voff[:1]
+        end = rpos
+        p = start
+        klen = 0
+        while p < end:
+            shared, p = _varint(buf, p, end)
+            if p < 0:
+                break
+            unshared, p = _varint(buf, p, end)
+            if p < 0:
+                break
+            vlen, p = _varint(buf, p, end)
+            if (p < 0 or shared > klen or p + unshared + vlen > end or shared + unshared < 8
+                    or shared + unshared > size or n >= cap):
+                p = -1
+                break
+            for i in range(unshared):
+                scratch[shared + i] = buf[p + i]
+            klen = shared + unshared
+            p += unshared
+            uk = klen - 8
+            if kpos + uk > kdata.shape[0]:
+                grown = np.empty(max(kdata.shape[0] * 2, kpos + uk), np.uint8)
+                grown[:kpos] = kdata[:kpos]
+                kdata = grown
+            for i in range(uk):
+                kdata[kpos + i] = scratch[i]
+            kpos += uk
+            tr = np.uint64(0)
+            for i in range(8):
+                tr |= np.uint64(scratch[uk + i]) << np.uint64(8 * i)
+            trailers[n] = tr
+            for i in range(vlen):
+                vdata[vpos + i] = buf[p + i]
+            vpos += vlen
+            p += vlen
+            n += 1
+            koff[n] = kpos
+            voff[n] = vpos
+        if p != end:
+            return False, kdata[:0], koff[:1], trailers[:0], vdata[:0], voff[:1]
+    return True, kdata[:kpos], koff[: n + 1], trailers[:n], vdata[:vpos], voff[: n + 1]
+
+
+@njit(cache=True, nogil=True)
+def _before(kdata, koff, trailers, i, j):
+    """Entry ``i`` sorts before entry ``j``: smaller user key, or same key and newer sequence."""
+    c = _cmp(kdata, koff[i], koff[i + 1] - koff[i], kdata, koff[j], koff[j + 1] - koff[j])
+    if c != 0:
+        return c < 0
+    return (trailers[i] >> np.uint64(8)) > (trailers[j] >> np.uint64(8))
+
+
+@njit(cache=True, nogil=True)
+def merge_runs(kdata, koff, trailers, run_starts, smallest_snapshot, bottom):
+    """k-way merge of sorted runs (entries ``run_starts[r]..run_starts[r+1]``) with the
+    compaction drop rules; returns the indexes of the kept entries in merged order.
+
+    A version is dropped when a newer version of its key has sequence ``<= smallest_snapshot``;
+    a deletion with sequence ``<= smallest_snapshot`` is dropped when ``bottom``.
+    Cost: O(n * runs) key comparisons (runs are few).
+    """
+    nruns = run_starts.shape[0] - 1
+    heads = run_starts[:-1].copy()
+    n = run_starts[nruns]
+    out = np.empty(n, np.int64)
+    m = 0
+    last = -1
+    last_seq = np.uint64(0)
+    have_last = False
+    snap = np.uint64(smallest_snapshot)
+    while True:
+        best = -1
+        for r in range(nruns):
+            if heads[r] < run_starts[r + 1]:
+                if best < 0 or _before(kdata, koff, trailers, heads[r], heads[best]):
+                    best = r
+        if best < 0:
+            break
+        i = heads[best]
+        heads[best] += 1
+        same = have_last and _cmp(kdata, koff[i], koff[i + 1] - koff[i], kdata, koff[last], koff[last + 1] - koff[last]) == 0
+        if not same:
+            have_last = False
+        seq = trailers[i] >> np.uint64(8)
+        drop = have_last and last_seq <= snap
+        if not drop and bottom and (trailers[i] & np.uint64(0xFF)) == np.uint64(0) and seq <= snap:
+            drop = True
+        have_last = True
+        last_seq = seq
+        last = i
+        if not drop:
+            out[m] = i
+            m += 1
+    return out[:m]
+
+
+@njit(cache=True, nogil=True)
+def gather(data, off, idx):
+    """Packed ``data``/``off`` items ``idx`` (in that order) as a new packed pair."""
+    total = 0
+    for j in range(idx.shape[0]):
+        total += off[idx[j] + 1] - off[idx[j]]
+    out = np.empty(total, np.uint8)
+    o = np.zeros(idx.shape[0] + 1, np.int64)
+    p = 0
+    for j in range(idx.shape[0]):
+        a = off[idx[j]]
+        b = off[idx[j] + 1]
+        for t in range(b - a):
+            out[p + t] = data[a + t]
+        p += b - a
+        o[j + 1] = p
+    return out, o
+
+
+@njit(cache=True, nogil=True)
+def split_points(kdata, koff, voff, table_bytes):
+    """End indexes of output tables of about ``table_bytes``, never between versions of a key."""
+    n = koff.shape[0] - 1
+    ends = np.empty(n + 1, np.int64)
+    m = 0
+    size = 0
+    for i in range(n):
+        size += (koff[i + 1] - koff[i]) + (voff[i + 1] - voff[i]) + 12
+        if size >= table_bytes and i + 1 < n:
+            if _cmp(kdata, koff[i], koff[i + 1] - koff[i], kdata, koff[i + 1], koff[i + 2] - koff[i + 1]) != 0:
+                ends[m] = i + 1
+                m += 1
+                size = 0
+    if n > 0:
+        ends[m] = n
+        m += 1
+    return ends[:m]

@@ -1,0 +1,1 @@
+"""Leveled compaction: :mod:`.policy` decides (pure), :mod:`.executor` does the I/O."""

@@ -1,0 +1,88 @@
+"""Which compaction to run next: a pure function of the version's shape (no files, no clock).
+
+* L0 -> L1 once L0 holds ``level0_trigger`` tables: all L0 tables (they may overlap, so taking
+  them all keeps newest-wins simple) plus every L1 table overlapping their key range.
+* Ln -> Ln+1 (n >= 1) when ``bytes(Ln) / max_bytes(n) >= 1``, the level with the highest score
+  first, where ``max_bytes(1) = level1_bytes`` and ``max_bytes(n+1) = level_ratio * max_bytes(n)``:
+  one table of Ln (the first after the level's compact pointer, round robin through the key
+  space) plus the overlapping tables of Ln+1. Inputs that overlap neither each other nor
+  anything below make a *trivial move* (the files change level, no I/O).
+* ``bottom``: no level below the output overlaps the inputs' key range, so deletions (older than
+  every snapshot) may be dropped: nothing older can be hidden by them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TableShape:
+    number: int
+    size: int
+    min_key: bytes
+    max_key: bytes
+
+
+@dataclass(frozen=True)
+class Task:
+    level: int  # input level; output goes to level + 1
+    inputs: tuple[int, ...]  # table numbers at ``level``
+    next_inputs: tuple[int, ...]  # overlapping table numbers at ``level + 1``
+    trivial_move: bool
+    bottom: bool
+    smallest: bytes
+    largest: bytes
+
+    @property
+    def all_inputs(self) -> tuple[int, ...]:
+        return self.inputs + self.next_inputs
+
+
+def _overlapping(level: list[TableShape], lo: bytes, hi: bytes) -> list[TableShape]:
+    return [t for t in level if not (t.max_key < lo or t.min_key > hi)]
+
+
+def _disjoint(tables: list[TableShape]) -> bool:
+    ts = sorted(tables, key=lambda t: t.min_key)
+    return all(a.max_key < b.min_key for a, b in zip(ts, ts[1:]))
+
+
+def max_bytes(level: int, level1_bytes: int, ratio: float) -> float:
+    return level1_bytes * ratio ** (level - 1)
+
+
+def scores(levels: list[list[TableShape]], level0_trigger: int, level1_bytes: int, ratio: float) -> list[float]:
+    """Compaction score per level (>= 1 means the level needs compaction); the last level scores 0."""
+    out = [len(levels[0]) / level0_trigger]
+    for n in range(1, len(levels) - 1):
+        out.append(sum(t.size for t in levels[n]) / max_bytes(n, level1_bytes, ratio))
+    out.append(0.0)
+    return out
+
+
+def pick(levels: list[list[TableShape]], compact_pointers: dict[int, bytes], level0_trigger: int,
+         level1_bytes: int, ratio: float) -> Task | None:
+    """The next compaction for a version of shape ``levels`` (L0 newest first), or None."""
+    sc = scores(levels, level0_trigger, level1_bytes, ratio)
+    best = max(range(len(sc)), key=lambda i: (sc[i], -i))
+    if sc[best] < 1.0:
+        return None
+    if best == 0:
+        inputs = list(levels[0])
+    else:
+        ptr = compact_pointers.get(best)
+        cands = sorted(levels[best], key=lambda t: t.min_key)
+        chosen = next((t for t in cands if ptr is None or t.min_key > ptr), cands[0])
+        inputs = [chosen]
+    lo = min(t.min_key for t in inputs)
+    hi = max(t.max_key for t in inputs)
+    below = _overlapping(levels[best + 1], lo, hi)
+    if below:
+        lo = min(lo, min(t.min_key for t in below))
+        hi = max(hi, max(t.max_key for t in below))
+    bottom = all(not _overlapping(levels[n], lo, hi) for n in range(best + 2, len(levels)))
+    # nothing to merge: the inputs overlap neither each other nor the next level (sequential
+    # inserts), so their files just change level
+    trivial = not below and _disjoint(inputs)
+    return Task(best, tuple(t.number for t in inputs), tuple(t.number for t in below), trivial, bottom, lo, hi)

@@ -1,0 +1,144 @@
+"""Write one table from sorted entries (the only writer of table files).
+
+Cost: the data blocks are encoded by one numba kernel pass (:func:`encode_blocks`); the filter
+is built by the store's filter family from the table's distinct user keys in one batch
+(``bloomdb.filters.build``, sized for exactly those keys, so it never saturates); per block one
+CRC32C and, if asked, one compression call.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from ... import filters
+from .. import _lsm_kernels as K
+from .block import compression_code, frame
+from .footer import Handles, Meta, encode_footer, encode_meta
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    """What the manifest records about a table."""
+
+    number: int
+    file_size: int
+    entries: int
+    min_key: bytes
+    max_key: bytes
+    min_seq: int
+    max_seq: int
+
+
+def _pack(items: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    data = np.frombuffer(b"".join(items), dtype=np.uint8)
+    off = np.zeros(len(items) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, items), np.int64, len(items)), out=off[1:])
+    return data, off
+
+
+def build_table(fs, path: str, number: int, keys: list[bytes], trailers: list[int], values: list[bytes],
+                filter_spec: str | None, block_size: int, restart_interval: int,
+                compression: str | None, sync: bool = True, partition_blocks: int = 0) -> TableInfo:
+    """Write ``keys``/``trailers``/``values`` (sorted: key ascending, sequence descending; a
+    trailer is ``seq << 8 | type``, type 1 value, 0 deletion with value ``b""``) to ``path``.
+    """
+    if not keys:
+        raise ValueError("a table needs at least one entry")
+    kdata, koff = _pack(keys)
+    vdata, voff = _pack(values)
+    return build_table_arrays(fs, path, number, kdata, koff, np.asarray(trailers, dtype=np.uint64), vdata, voff,
+                              filter_spec, block_size, restart_interval, compression, sync, partition_blocks)
+
+
+PARTITION_MAGIC = b"BDBP"
+
+
+def _filter_bytes(spec: str, kdata, koff, first, a: int, b: int) -> bytes:
+    """The serialized filter of the distinct keys among entries ``a..b``."""
+    sel = np.flatnonzero(first[a:b]) + a
+    if sel.shape[0] == b - a:
+        kd, ko = kdata[koff[a] : koff[b]], koff[a : b + 1] - koff[a]
+    else:
+        kd, ko = K.gather(kdata, koff, sel)
+    import pyarrow as pa  # the packed keys handed over in Arrow layout: no copy
+
+    keys_arr = pa.Array.from_buffers(pa.large_binary(), ko.shape[0] - 1,
+                                     [None, pa.py_buffer(np.ascontiguousarray(ko)), pa.py_buffer(np.ascontiguousarray(kd))])
+    return filters.build(spec, keys_arr).to_bytes()
+
+
+def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff, filter_spec: str | None,
+                       block_size: int, restart_interval: int, compression: str | None,
+                       sync: bool = True, partition_blocks: int = 0) -> TableInfo:
+    """:func:`build_table` over packed arrays (Arrow layout: ``kdata``/``koff`` user keys,
+    ``vdata``/``voff`` values, ``tr`` uint64 trailers): no Python object per entry.
+
+    ``partition_blocks > 0``: partitioned filters, one filter per ``partition_blocks`` data
+    blocks (each stored as its own block), and the filter block holds their index."""
+    n = koff.shape[0] - 1
+    if n <= 0:
+        raise ValueError("a table needs at least one entry")
+
+    def key(i):
+        return kdata[koff[i] : koff[i + 1]].tobytes()
+
+    out, ends, lasts = K.encode_blocks(kdata, koff, tr, vdata, voff, block_size, restart_interval)
+    code = compression_code(compression)
+    raw = out.tobytes()
+    parts: list[bytes] = []
+    index = [struct.pack("<I", len(ends))]
+    pos = 0
+    start = 0
+    for e, last in zip(ends.tolist(), lasts.tolist()):
+        framed = frame(raw[start:e], code)
+        stored = len(framed) - 5
+        lk = key(last)
+        index.append(struct.pack("<QII", pos, stored, len(lk)))
+        index.append(lk)
+        parts.append(framed)
+        pos += len(framed)
+        start = e
+    # filter: distinct user keys (versions of a key are adjacent)
+    fbytes = b""
+    if filter_spec is not None:
+        first = K.first_of_key(kdata, koff)
+        if partition_blocks <= 0:
+            fbytes = _filter_bytes(filter_spec, kdata, koff, first, 0, n)
+        else:  # one filter per group of data blocks, each its own checked block, then their index
+            lasts_l = lasts.tolist()
+            pindex = [PARTITION_MAGIC, struct.pack("<I", -(-len(lasts_l) // partition_blocks))]
+            a = 0
+            for g in range(0, len(lasts_l), partition_blocks):
+                b = lasts_l[min(g + partition_blocks, len(lasts_l)) - 1] + 1
+                blob = _filter_bytes(filter_spec, kdata, koff, first, a, b)
+                lk = key(b - 1)
+                pindex.append(struct.pack("<QII", pos, len(blob), len(lk)))
+                pindex.append(lk)
+                framed = frame(blob, 0)
+                parts.append(framed)
+                pos += len(framed)
+                a = b
+            fbytes = b"".join(pindex)
+    seqs = tr >> np.uint64(8)
+    dels = int(np.count_nonzero((tr & np.uint64(0xFF)) == 0))
+    meta = Meta(n, dels, int(seqs.min()), int(seqs.max()), int(koff[-1] - koff[0]), int(voff[-1] - voff[0]),
+                len(ends), key(0), key(n - 1), filter_spec)
+    handles = []
+    for blob in (fbytes, encode_meta(meta), b"".join(index)):
+        framed = frame(blob, 0)
+        handles.append((pos, len(blob)))
+        parts.append(framed)
+        pos += len(framed)
+    h = Handles(handles[0][0], handles[0][1], handles[1][0], handles[1][1], handles[2][0], handles[2][1])
+    parts.append(encode_footer(h))
+    f = fs.open_append(path)
+    try:
+        f.write(b"".join(parts))
+        if sync:
+            f.sync()
+    finally:
+        f.close()
+    return TableInfo(number, pos + 64, n, meta.min_key, meta.max_key, meta.min_seq, meta.max_seq)

@@ -1,0 +1,95 @@
+"""The 64-byte table footer and the meta block (table facts).
+
+Footer (little-endian)::
+
+    u64 filter offset | u64 filter size | u64 meta offset | u64 meta size |
+    u64 index offset  | u64 index size  | u32 format version | u32 CRC32C of the 52 bytes before |
+    u64 magic 0x0031544253424442 (the bytes "BDBSBT1\\0")
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import crc32c as _crc
+
+from ...errors import CorruptionError
+
+MAGIC = 0x0031544253424442
+FORMAT_VERSION = 1
+FOOTER = struct.Struct("<QQQQQQIIQ")
+FOOTER_SIZE = FOOTER.size  # 64
+_META_FIXED = struct.Struct("<QQQQQQI")
+
+
+@dataclass(frozen=True)
+class Handles:
+    filter_off: int
+    filter_size: int
+    meta_off: int
+    meta_size: int
+    index_off: int
+    index_size: int
+
+
+def encode_footer(h: Handles) -> bytes:
+    body = struct.pack("<QQQQQQI", h.filter_off, h.filter_size, h.meta_off, h.meta_size,
+                       h.index_off, h.index_size, FORMAT_VERSION)
+    return body + struct.pack("<IQ", _crc.crc32c(body), MAGIC)
+
+
+def decode_footer(buf, path: str) -> Handles:
+    n = len(buf)
+    if n < FOOTER_SIZE:
+        raise CorruptionError(f"table of {n} bytes is shorter than its footer", path)
+    fo, fs, mo, ms, io, isz, ver, crc, magic = FOOTER.unpack_from(buf, n - FOOTER_SIZE)
+    if magic != MAGIC:
+        raise CorruptionError("bad table magic (not a bloomdb table, or truncated)", path)
+    if _crc.crc32c(buf[n - FOOTER_SIZE : n - 12]) != crc:
+        raise CorruptionError("table footer fails its CRC32C", path)
+    if ver != FORMAT_VERSION:
+        raise CorruptionError(f"unsupported table format version {ver}", path)
+    return Handles(fo, fs, mo, ms, io, isz)
+
+
+@dataclass(frozen=True)
+class Meta:
+    entries: int
+    deletions: int
+    min_seq: int
+    max_seq: int
+    key_bytes: int
+    value_bytes: int
+    num_blocks: int
+    min_key: bytes
+    max_key: bytes
+    filter_spec: str | None
+
+
+def encode_meta(m: Meta) -> bytes:
+    spec = (m.filter_spec or "").encode()
+    return b"".join((
+        _META_FIXED.pack(m.entries, m.deletions, m.min_seq, m.max_seq, m.key_bytes, m.value_bytes, m.num_blocks),
+        struct.pack("<I", len(m.min_key)), m.min_key, struct.pack("<I", len(m.max_key)), m.max_key,
+        struct.pack("<H", len(spec)), spec,
+    ))  # fmt: skip
+
+
+def decode_meta(b: bytes, path: str) -> Meta:
+    try:
+        fixed = _META_FIXED.unpack_from(b, 0)
+        p = _META_FIXED.size
+        (n,) = struct.unpack_from("<I", b, p)
+        mn = b[p + 4 : p + 4 + n]
+        p += 4 + n
+        (n,) = struct.unpack_from("<I", b, p)
+        mx = b[p + 4 : p + 4 + n]
+        p += 4 + n
+        (n,) = struct.unpack_from("<H", b, p)
+        spec = b[p + 2 : p + 2 + n].decode()
+        if p + 2 + n != len(b):
+            raise ValueError("trailing bytes")
+    except (struct.error, ValueError, UnicodeDecodeError) as e:
+        raise CorruptionError(f"malformed meta block: {e}", path) from None
+    return Meta(*fixed, bytes(mn), bytes(mx), spec or None)

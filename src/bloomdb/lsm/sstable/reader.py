@@ -1,0 +1,268 @@
+"""Open and read one table.
+
+Opening reads the footer, meta and index blocks once (checked, kept in memory as Python lists
+for ``bisect``); the file stays memory-mapped. The filter block is read on the first call of
+:meth:`Table.filter` and kept; if it is damaged the table answers "may contain" for every key
+(``filter_damaged`` is set; the store counts it). Data blocks are checked (CRC32C) the first
+time they are read; compressed blocks are decompressed through the store's block cache.
+Damaged data or index blocks raise :class:`~bloomdb.errors.CorruptionError` naming the file.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from bisect import bisect_left
+
+import numpy as np
+
+from ... import filters
+from ...errors import CorruptionError
+from .. import _lsm_kernels as K
+from .block import RAW, TRAILER, unframe
+from .builder import PARTITION_MAGIC
+from .footer import decode_footer, decode_meta
+
+MISSING = object()  #: the table holds no version of the key visible at the snapshot
+DELETED = object()  #: the visible version is a deletion
+
+
+class Table:
+    """A read-only table. Thread-safe: its state only grows (checked blocks, loaded filter)."""
+
+    def __init__(self, fs, path: str, number: int, cache=None):
+        self.path = path
+        self.number = number
+        buf = fs.read_all(path)
+        self._buf = buf
+        self._arr = np.frombuffer(buf, dtype=np.uint8) if len(buf) else np.zeros(0, np.uint8)
+        self.file_size = len(buf)
+        h = decode_footer(buf, path)
+        self._handles = h
+        _, m = unframe(buf, h.meta_off, h.meta_size, path, "meta")
+        self.meta = decode_meta(m if m is not None else bytes(buf[h.meta_off : h.meta_off + h.meta_size]), path)
+        _, ib = unframe(buf, h.index_off, h.index_size, path, "index")
+        self._parse_index(ib if ib is not None else bytes(buf[h.index_off : h.index_off + h.index_size]))
+        self.min_key = self.meta.min_key
+        self.max_key = self.meta.max_key
+        self._checked = bytearray(len(self.offsets))
+        self._cache = cache
+        self._filter = None
+        self._filter_loaded = False
+        self.filter_damaged = False
+        self.partitions = None
+        self._lock = threading.Lock()
+
+    def _parse_index(self, b: bytes) -> None:
+        try:
+            (n,) = struct.unpack_from("<I", b, 0)
+            p = 4
+            keys, offs, sizes = [], [], []
+            for _ in range(n):
+                off, size, klen = struct.unpack_from("<QII", b, p)
+                p += 16
+                keys.append(b[p : p + klen])
+                p += klen
+                offs.append(off)
+                sizes.append(size)
+            if p != len(b) or n != self.meta.num_blocks or n == 0:
+                raise ValueError("index does not match the meta block")
+        except (struct.error, ValueError) as e:
+            raise CorruptionError(f"malformed index block: {e}", self.path) from None
+        if any(keys[i] > keys[i + 1] for i in range(n - 1)) or keys[-1] != self.meta.max_key:
+            raise CorruptionError("index keys out of order", self.path)
+        self.last_keys = keys
+        self.offsets = offs
+        self.sizes = sizes
+
+    # -- filter -------------------------------------------------------------------------------
+    def filter(self):
+        """The table's whole-table filter (``None`` when it has none, it is damaged, or the table
+        has partitioned filters -- see :meth:`partition_may_contain`). Loaded once."""
+        if self._filter_loaded:
+            return self._filter
+        with self._lock:
+            if not self._filter_loaded:
+                h = self._handles
+                if h.filter_size:
+                    try:
+                        _, fb = unframe(self._buf, h.filter_off, h.filter_size, self.path, "filter")
+                        fb = fb if fb is not None else bytes(self._buf[h.filter_off : h.filter_off + h.filter_size])
+                        if fb[:4] == PARTITION_MAGIC:
+                            self._parse_partitions(fb)
+                        else:
+                            self._filter = filters.from_bytes(fb)
+                    except Exception:  # noqa: BLE001 - a damaged filter fails open
+                        self._filter = None
+                        self.partitions = None
+                        self.filter_damaged = True
+                self._filter_loaded = True
+        return self._filter
+
+    def _parse_partitions(self, b: bytes) -> None:
+        (n,) = struct.unpack_from("<I", b, 4)
+        p = 8
+        keys, offs, sizes = [], [], []
+        for _ in range(n):
+            off, size, klen = struct.unpack_from("<QII", b, p)
+            p += 16
+            keys.append(b[p : p + klen])
+            p += klen
+            offs.append(off)
+            sizes.append(size)
+        if p != len(b) or n == 0:
+            raise ValueError("malformed partition index")
+        self._part_filters = [None] * n
+        self.partitions = (keys, offs, sizes)
+
+    def partition_may_contain(self, key: bytes, h: int) -> bool:
+        """Partitioned filters: ask the filter of the partition whose key range holds ``key``
+        (read and kept on first use; a damaged partition fails open)."""
+        parts = self.partitions
+        if parts is None:
+            return True
+        keys, offs, sizes = parts
+        i = bisect_left(keys, key)
+        if i == len(keys):
+            return False  # beyond the table's last key
+        f = self._part_filters[i]
+        if f is None:
+            try:
+                _, fb = unframe(self._buf, offs[i], sizes[i], self.path, "filter partition")
+                f = filters.from_bytes(fb if fb is not None else bytes(self._buf[offs[i] : offs[i] + sizes[i]]))
+            except Exception:  # noqa: BLE001 - fail open
+                self.filter_damaged = True
+                return True
+            self._part_filters[i] = f
+        return bool(f.might_contain_hashes(np.array([h], np.uint64))[0])
+
+    @property
+    def filter_bytes(self) -> int:
+        return self._handles.filter_size
+
+    # -- blocks -------------------------------------------------------------------------------
+    def block(self, i: int):
+        """``(array, bytes-like, offset, size)`` of data block ``i``, checked; may raise CorruptionError."""
+        off = self.offsets[i]
+        size = self.sizes[i]
+        if self._checked[i] == 1:
+            return self._arr, self._buf, off, size
+        cache = self._cache
+        if cache is not None:
+            hit = cache.get((self.number, i))
+            if hit is not None:
+                return hit[0], hit[1], 0, len(hit[1])
+        typ, data = unframe(self._buf, off, size, self.path, "data")
+        if typ == RAW:
+            self._checked[i] = 1
+            return self._arr, self._buf, off, size
+        arr = np.frombuffer(data, dtype=np.uint8)
+        if cache is not None:
+            cache.put((self.number, i), (arr, data), len(data))
+        return arr, data, 0, len(data)
+
+    def get(self, key: bytes, snap: int):
+        """The newest version of ``key`` with sequence ``<= snap``: value bytes, DELETED or MISSING."""
+        i = bisect_left(self.last_keys, key)
+        if i == len(self.last_keys):
+            return MISSING
+        arr, raw, off, size = self.block(i)
+        st, vo, vl = K.block_get(arr, off, size, key, snap)
+        if st == 1:
+            return raw[vo : vo + vl]
+        if st == 2:
+            return DELETED
+        if st == 0:
+            return MISSING
+        raise CorruptionError(f"data block {i} is malformed", self.path)
+
+    def decode_block(self, i: int) -> tuple[list[bytes], list[int], list[bytes]]:
+        """All entries of block ``i``: user keys, trailers (``seq << 8 | type``), values."""
+        arr, raw, off, size = self.block(i)
+        ok, kdata, koff, trailers, voffs, vlens = K.block_decode(arr, off, size)
+        if not ok:
+            raise CorruptionError(f"data block {i} is malformed", self.path)
+        kb = kdata.tobytes()
+        ko = koff.tolist()
+        keys = [kb[ko[j] : ko[j + 1]] for j in range(len(ko) - 1)]
+        values = [raw[a : a + b] for a, b in zip(voffs.tolist(), vlens.tolist())]
+        return keys, trailers.tolist(), values
+
+    def decode_arrays(self, first: int = 0, last: int | None = None):
+        """Entries of blocks ``first..last`` (default: all) as packed arrays ``(kdata, koff,
+        trailers, vdata, voff)`` (values copied): the input of compactions and scans. Each block
+        is checked first; damage raises CorruptionError."""
+        last = len(self.offsets) - 1 if last is None else last
+        views = [self.block(i) for i in range(first, last + 1)]
+        if all(v[0] is self._arr for v in views):
+            groups = [(self._arr, np.array([v[2] for v in views], np.int64), np.array([v[3] for v in views], np.int64))]
+        else:
+            groups = [(v[0], np.array([v[2]], np.int64), np.array([v[3]], np.int64)) for v in views]
+        parts = []
+        for arr, offs, sizes in groups:
+            ok, *res = K.decode_blocks(arr, offs, sizes)
+            if not ok:
+                raise CorruptionError("a data block is malformed", self.path)
+            parts.append(res)
+        return concat_packed(parts)
+
+    def num_blocks(self) -> int:
+        return len(self.offsets)
+
+    def first_block_for(self, key: bytes) -> int:
+        return bisect_left(self.last_keys, key)
+
+
+def concat_packed(parts):
+    """Concatenate ``(kdata, koff, trailers, vdata, voff)`` tuples into one."""
+    if len(parts) == 1:
+        return tuple(parts[0])
+    kdata = np.concatenate([p[0] for p in parts])
+    vdata = np.concatenate([p[3] for p in parts])
+    trailers = np.concatenate([p[2] for p in parts])
+    koffs, voffs = [], []
+    kb = vb = 0
+    for p in parts:
+        koffs.append(p[1][:-1] + kb)
+        voffs.append(p[4][:-1] + vb)
+        kb += int(p[1][-1])
+        vb += int(p[4][-1])
+    koffs.append(np.array([kb], np.int64))
+    voffs.append(np.array([vb], np.int64))
+    return kdata, np.concatenate(koffs), trailers, vdata, np.concatenate(voffs)
+
+
+class BlockCache:
+    """A small LRU of decompressed blocks (``capacity`` bytes), shared by the store's tables."""
+
+    def __init__(self, capacity: int):
+        from collections import OrderedDict
+
+        self.capacity = capacity
+        self._d: "OrderedDict" = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key):
+        with self._lock:
+            v = self._d.get(key)
+            if v is None:
+                self.misses += 1
+                return None
+            self._d.move_to_end(key)
+            self.hits += 1
+            return v[0]
+
+    def put(self, key, value, nbytes: int) -> None:
+        if nbytes > self.capacity:
+            return
+        with self._lock:
+            if key in self._d:
+                return
+            self._d[key] = (value, nbytes)
+            self._bytes += nbytes
+            while self._bytes > self.capacity:
+                _, (_, b) = self._d.popitem(last=False)
+                self._bytes -= b

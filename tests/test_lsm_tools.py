@@ -1,0 +1,36 @@
+"""db-bench and db-stress run end to end at tiny sizes (their figures are not asserted)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bloomdb.bench import db_bench, stress
+
+
+def test_db_bench_all_phases_and_peers(tmp_path):
+    phases = list(db_bench.PHASES + db_bench.EXTRA_PHASES)
+    runs = [db_bench.run_engine("bloomdb", phases, 3000, "blocked:10", progress=False, folder=str(tmp_path))]
+    assert [p.phase for p in runs[0].results] == phases
+    assert runs[0].stats["last_sequence"] == 3000  # the read phases ran on the fillrandom store
+    scan = next(p for p in runs[0].results if p.phase == "scan")
+    assert scan.ops == 3000  # the scan saw every key exactly once
+    for peer, mod in (("leveldb", "plyvel"), ("rocksdb", "rocksdict")):
+        pytest.importorskip(mod)
+        runs.append(db_bench.run_engine(peer, ["fillrandom", "readmissing", "scan"], 3000, None, False, str(tmp_path)))
+        assert next(p for p in runs[-1].results if p.phase == "scan").ops == 3000
+    text = db_bench.format_runs(runs)
+    assert "ratio bloomdb / leveldb" in text and "readmissing" in text
+
+
+def test_db_stress_finds_no_divergence(tmp_path):
+    assert stress.model_check(str(tmp_path / "m"), 3000, seed=5, report=lambda *_: None) == 0
+    assert stress.kill_check(str(tmp_path / "k"), 4, kill_every=0.1, seed=5, report=lambda *_: None) == 0
+
+
+def test_cli_parses(tmp_path, capsys):
+    from bloomdb.cli.main import main
+
+    assert main(["db-bench", "--num", "1500", "--benchmarks", "fillrandom,readmissing", "--no-progress",
+                 "--dir", str(tmp_path)]) == 0
+    assert "readmissing" in capsys.readouterr().out
+    assert main(["db-stress", "--ops", "1000", "--kills", "2", "--dir", str(tmp_path)]) == 0
