@@ -33,9 +33,11 @@ class Options:
       lookup that needs it, found through a small partition index -- for tables too big to keep
       every filter in memory. Such tables are asked in Python after the probe kernel (one
       ``might_contain`` per table), not inside it.
-    * ``wal_buffer_bytes``: unsynced WAL records are buffered in the process up to this many
-      bytes (64 KiB) before one ``write`` syscall; a process crash may lose them (``sync=True``
-      writes never). ``0``: every write reaches the OS before ``put`` returns.
+    * ``wal_buffer_bytes``: ``0`` (default, LevelDB's behaviour): every write reaches the OS
+      before ``put`` returns, so a crash of the process never loses an acknowledged write (an OS
+      crash can lose unsynced ones; ``sync=True`` writes never). A positive value buffers unsynced
+      records in the process up to that many bytes before one ``write`` syscall: fewer syscalls,
+      but a process crash may lose what is buffered.
     * ``paranoid_checks``: a damaged WAL record in the middle of a log raises ``CorruptionError``
       (``False``: recovery stops at the damage and keeps what came before).
     * ``create_if_missing`` / ``error_if_exists``: as in LevelDB.
@@ -59,7 +61,7 @@ class Options:
     block_cache_bytes: int = 8 << 20
     partitioned_filters: bool = False
     filter_partition_blocks: int = 16
-    wal_buffer_bytes: int = 64 << 10
+    wal_buffer_bytes: int = 0
     paranoid_checks: bool = True
     create_if_missing: bool = True
     error_if_exists: bool = False
