@@ -13,8 +13,6 @@ prefetch lines a group of keys ahead.
 
 from __future__ import annotations
 
-import struct
-
 import numpy as np
 
 from ..errors import InvalidArgument
@@ -22,10 +20,9 @@ from . import _blocked_kernels as K
 from . import format as fmt
 from . import math as fm
 from . import register
+from ._cache_lines import CacheLineState, lines_for
 from .base import HashedFilter, check_bits_per_key, check_capacity, check_fpr
 
-_PARAMS = struct.Struct("<QQBI")  # capacity, num_lines, k, millibits per key
-_MAX_LINES = (1 << 32) - 1
 
 
 def millibits_for_fpr(fpr: float) -> int:
@@ -37,7 +34,7 @@ def millibits_for_fpr(fpr: float) -> int:
 
 
 @register
-class BlockedBloom(HashedFilter):
+class BlockedBloom(CacheLineState, HashedFilter):
     """Cache-line blocked Bloom (RocksDB FastLocalBloom): one 512-bit line per key, prefetching batches."""
 
     family = "blocked"
@@ -53,38 +50,12 @@ class BlockedBloom(HashedFilter):
         else:
             bpk = check_bits_per_key(10.0 if bits_per_key is None else bits_per_key)
             millibits = max(1000, fm.rocksdb_millibits_per_key(bpk))
-        nbytes = -(-(capacity * millibits) // 8000)
-        num_lines = max(1, -(-nbytes // 64))
-        if num_lines > _MAX_LINES:
-            raise InvalidArgument(f"blocked filter of {num_lines} lines exceeds 2^32 lines (256 GiB)")
+        num_lines = lines_for(self.family, capacity, millibits)
         self._init(capacity, num_lines, fm.rocksdb_num_probes(millibits), millibits,
                    fmt.aligned_zeros(num_lines * 64), 0)
 
-    def _init(self, capacity, num_lines, k, millibits, buf, count):
-        self._capacity = capacity
-        self._lines = num_lines
-        self._k = k
-        self._millibits = millibits
-        self._buf = buf
+    def _bind(self, buf: np.ndarray) -> None:
         self._words = buf.view(np.uint32)
-        self._count = count
-        self._readonly = not buf.flags.writeable
-
-    # envelope
-    def _params(self) -> bytes:
-        return _PARAMS.pack(self._capacity, self._lines, self._k, self._millibits)
-
-    @classmethod
-    def _from_parts(cls, params: bytes, payload: np.ndarray, count: int) -> "BlockedBloom":
-        capacity, lines, k, millibits = _PARAMS.unpack(params)
-        if lines == 0 or lines > _MAX_LINES or payload.nbytes != lines * 64 or not 1 <= k <= 30:
-            raise ValueError(f"inconsistent blocked filter: lines={lines} k={k} payload={payload.nbytes}")
-        self = cls.__new__(cls)
-        self._init(capacity, lines, k, millibits, payload, count)
-        return self
-
-    def _payload(self) -> np.ndarray:
-        return self._buf
 
     # kernels
     def _add_hashes(self, hashes: np.ndarray) -> None:
@@ -101,16 +72,8 @@ class BlockedBloom(HashedFilter):
 
     # facts
     @property
-    def num_lines(self) -> int:
-        return self._lines
-
-    @property
     def num_bits(self) -> int:
         return self._lines * 512
-
-    @property
-    def num_probes(self) -> int:
-        return self._k
 
     @property
     def kernel_args(self) -> tuple[np.ndarray, np.uint64, int]:

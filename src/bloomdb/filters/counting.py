@@ -18,7 +18,6 @@ Cost: one cache miss per key at most; batch kernels prefetch lines ahead.
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 import numpy as np
@@ -28,13 +27,12 @@ from . import _counting_kernels as K
 from . import format as fmt
 from . import math as fm
 from . import register
+from ._cache_lines import CacheLineState, lines_for
 from .base import check_bits_per_key, check_capacity, check_fpr
 from .deletable import DeletableFilter
 
 # capacity, num_lines, k, millibits (of counter memory) per key: the layout of blocked's params,
 # so to_bloom() hands its parameter block over unchanged.
-_PARAMS = struct.Struct("<QQBI")
-_MAX_LINES = (1 << 32) - 1
 
 
 def millibits_for_fpr(fpr: float) -> int:
@@ -47,12 +45,13 @@ def millibits_for_fpr(fpr: float) -> int:
 
 
 @register
-class CountingBloom(DeletableFilter):
+class CountingBloom(CacheLineState, DeletableFilter):
     """Counting Bloom: 4-bit saturating counters, one cache line per key, remove() and to_bloom()."""
 
     family = "counting"
     family_version = 1
     example_spec = "counting:40"
+    max_probes = 24
     #: bits of counter memory per key (4 per counter) = bits per key of the equivalent to_bloom()
     spec_meaning = "bits per key"
 
@@ -65,37 +64,9 @@ class CountingBloom(DeletableFilter):
         else:
             bpk = check_bits_per_key(40.0 if bits_per_key is None else bits_per_key, high=4000.0)
             millibits = max(4000, int(bpk * 1000.0 + 0.5))
-        nbytes = -(-(capacity * millibits) // 8000)
-        num_lines = max(1, -(-nbytes // 64))
-        if num_lines > _MAX_LINES:
-            raise InvalidArgument(f"counting filter of {num_lines} lines exceeds 2^32 lines (256 GiB)")
+        num_lines = lines_for(self.family, capacity, millibits)
         k = fm.counting_num_probes(millibits / 1000.0)
         self._init(capacity, num_lines, k, millibits, fmt.aligned_zeros(num_lines * 64), 0)
-
-    def _init(self, capacity, num_lines, k, millibits, buf, count):
-        self._capacity = capacity
-        self._lines = num_lines
-        self._k = k
-        self._millibits = millibits
-        self._buf = buf
-        self._count = count
-        self._readonly = not buf.flags.writeable
-
-    # envelope
-    def _params(self) -> bytes:
-        return _PARAMS.pack(self._capacity, self._lines, self._k, self._millibits)
-
-    @classmethod
-    def _from_parts(cls, params: bytes, payload: np.ndarray, count: int) -> "CountingBloom":
-        capacity, lines, k, millibits = _PARAMS.unpack(params)
-        if lines == 0 or lines > _MAX_LINES or payload.nbytes != lines * 64 or not 1 <= k <= 24:
-            raise ValueError(f"inconsistent counting filter: lines={lines} k={k} payload={payload.nbytes}")
-        self = cls.__new__(cls)
-        self._init(capacity, lines, k, millibits, payload, count)
-        return self
-
-    def _payload(self) -> np.ndarray:
-        return self._buf
 
     # kernels
     def _add_hashes(self, hashes: np.ndarray) -> None:
@@ -115,10 +86,6 @@ class CountingBloom(DeletableFilter):
 
     # facts
     @property
-    def num_lines(self) -> int:
-        return self._lines
-
-    @property
     def num_counters(self) -> int:
         return self._lines * 128
 
@@ -126,10 +93,6 @@ class CountingBloom(DeletableFilter):
     def num_bits(self) -> int:
         """Bits of counter memory (4 per counter)."""
         return self._lines * 512
-
-    @property
-    def num_probes(self) -> int:
-        return self._k
 
     def fill_ratio(self) -> float:
         """Fraction of counters that are non-zero (= the fill ratio of :meth:`to_bloom`)."""
