@@ -29,18 +29,28 @@ def stress_options(**kw) -> Options:
     return Options(**base)
 
 
-def model_check(path: str, ops: int, seed: int = 0, report=print) -> int:
-    """Run ``ops`` random operations against a dict; returns the number of divergences."""
+def model_check(path: str, ops: int, seed: int = 0, report=print, options: Options | None = None) -> int:
+    """Run ``ops`` random operations against a dict; returns the number of divergences.
+
+    The op mix: puts, deletes, write batches, gets, multi_gets, forward/reverse range scans,
+    snapshots (gets and scans against frozen copies of the dict), flushes and close/reopen; at the
+    end a full scan, ``compact_range``, another full scan and a ``multi_get`` of every key.
+    ``options`` defaults to :func:`stress_options` (tiny memtables: constant flushes/compactions).
+    """
     rng = random.Random(seed)
     model: dict[bytes, bytes] = {}
-    snaps: list = []
+    snaps: list = []  # (snapshot, frozen model)
     bad = 0
-    opts = stress_options(fs=RealFS(fsync=False))
+    opts = options or stress_options(fs=RealFS(fsync=False))
     db = DB.open(path, opts)
     nkeys = max(50, ops // 8)
 
     def key():
-        return b"k%06d" % rng.randrange(nkeys)
+        return b"k%06d" % rng.randrange(nkeys) + (b"x" * rng.randrange(3))
+
+    def span():
+        i = rng.randrange(nkeys)
+        return b"k%06d" % i, b"k%06d" % (i + rng.randrange(1, 80))
 
     def check(ok, what):
         nonlocal bad
@@ -75,23 +85,40 @@ def model_check(path: str, ops: int, seed: int = 0, report=print) -> int:
                 k = key()
                 check(db.get(k) == model.get(k), f"op {i}: get {k!r}")
             elif r < 0.90:
-                ks = [key() for _ in range(20)]
+                ks = [key() for _ in range(rng.randrange(1, 30))]
                 check(db.multi_get(ks) == [model.get(k) for k in ks], f"op {i}: multi_get")
             elif r < 0.93:
-                j = rng.randrange(nkeys)
-                a, b2 = b"k%06d" % j, b"k%06d" % (j + 50)
-                want = sorted((k, v) for k, v in model.items() if a <= k < b2)
-                check(list(db.scan(a, b2)) == want, f"op {i}: scan {a!r}..{b2!r}")
+                a, b2 = span()
+                rev = rng.random() < 0.5
+                want = sorted(((k, v) for k, v in model.items() if a <= k < b2), reverse=rev)
+                check(list(db.scan(a, b2, reverse=rev)) == want, f"op {i}: scan {a!r}..{b2!r} reverse={rev}")
             elif r < 0.95:
                 if len(snaps) < 4:
                     snaps.append((db.snapshot(), dict(model)))
                 else:
                     snaps.pop(0)[0].close()
-            elif snaps:
+            elif r < 0.99 and snaps:
                 s, frozen = rng.choice(snaps)
                 k = key()
                 check(db.get(k, snapshot=s) == frozen.get(k), f"op {i}: snapshot get {k!r}")
+                if rng.random() < 0.2:
+                    a, b2 = span()
+                    want = sorted((k, v) for k, v in frozen.items() if a <= k < b2)
+                    check(list(db.scan(a, b2, snapshot=s)) == want, f"op {i}: snapshot scan")
+            elif rng.random() < 0.8:
+                db.flush()
+            else:
+                db.close()
+                for s, _ in snaps:
+                    s.close()
+                snaps.clear()
+                db = DB.open(path, opts)
         check(list(db.scan()) == sorted(model.items()), "final full scan")
+        db.compact_range()
+        check(list(db.scan()) == sorted(model.items()), "full scan after compact_range")
+        check(db.multi_get(sorted(model)) == [model[k] for k in sorted(model)], "final multi_get")
+        if ops >= 1000:
+            check(db.stats()["compactions"] > 0, "no compaction ran (the stress options should force many)")
     finally:
         for s, _ in snaps:
             s.close()
