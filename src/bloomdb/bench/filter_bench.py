@@ -189,7 +189,7 @@ def plot(results: list[FilterResult], path: str, title: str = "FPR vs bits/key")
     from ..filters import math as fm
 
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    xs = np.linspace(2, 30, 200)
+    xs = np.linspace(2, max([30.0] + [r.bits_per_key for r in results]), 200)
     ax.plot(xs, [fm.standard_fpr(x, fm.optimal_k(x)) for x in xs], "k--", lw=1, label="textbook Bloom (1-e^-k/b)^k")
     ax.plot(xs, [2.0 ** (-x * fm.LN2) for x in xs], "k:", lw=1, label="standard, real-valued k")
     by_family: dict[str, list[FilterResult]] = {}
