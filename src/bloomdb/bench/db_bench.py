@@ -81,7 +81,29 @@ class _Bloomdb:
         self.db.close()
 
 
-class _LevelDB:
+class _Peer:
+    """What the peer stores (plyvel, rocksdict) share: no background work to wait for, no batched
+    multi_get, a full scan by iteration."""
+
+    multi_get = None
+
+    def settle(self):
+        pass
+
+    def _iterate(self):
+        raise NotImplementedError
+
+    def scan(self):
+        n = 0
+        for _ in self._iterate():
+            n += 1
+        return n
+
+    def close(self):
+        self.db.close()
+
+
+class _LevelDB(_Peer):
     name = "leveldb"
 
     def __init__(self, path, filter_spec, compression=None):
@@ -92,22 +114,11 @@ class _LevelDB:
         self.get = self.db.get
         self.put = self.db.put
 
-    def settle(self):
-        pass
-
-    def scan(self):
-        n = 0
-        for _ in self.db.iterator():
-            n += 1
-        return n
-
-    multi_get = None
-
-    def close(self):
-        self.db.close()
+    def _iterate(self):
+        return self.db.iterator()
 
 
-class _RocksDB:
+class _RocksDB(_Peer):
     name = "rocksdb"
 
     def __init__(self, path, filter_spec, compression=None):
@@ -122,19 +133,8 @@ class _RocksDB:
         self.get = self.db.get
         self.put = self.db.put
 
-    def settle(self):
-        pass
-
-    def scan(self):
-        n = 0
-        for _ in self.db.items():
-            n += 1
-        return n
-
-    multi_get = None
-
-    def close(self):
-        self.db.close()
+    def _iterate(self):
+        return self.db.items()
 
 
 ENGINES = {"bloomdb": _Bloomdb, "leveldb": _LevelDB, "rocksdb": _RocksDB}

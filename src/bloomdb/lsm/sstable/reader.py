@@ -27,6 +27,21 @@ MISSING = object()  #: the table holds no version of the key visible at the snap
 DELETED = object()  #: the visible version is a deletion
 
 
+
+def _parse_handles(b: bytes, p: int, n: int) -> tuple[list[bytes], list[int], list[int], int]:
+    """``n`` entries of ``u64 offset, u32 size, u32 key length, key`` from ``p`` (the index block
+    and the partition index share this layout); returns keys, offsets, sizes and the end position.
+    Raises ``struct.error`` when the bytes run out."""
+    keys, offs, sizes = [], [], []
+    for _ in range(n):
+        off, size, klen = struct.unpack_from("<QII", b, p)
+        p += 16
+        keys.append(b[p : p + klen])
+        p += klen
+        offs.append(off)
+        sizes.append(size)
+    return keys, offs, sizes, p
+
 class Table:
     """A read-only table. Thread-safe: its state only grows (checked blocks, loaded filter)."""
 
@@ -56,15 +71,7 @@ class Table:
     def _parse_index(self, b: bytes) -> None:
         try:
             (n,) = struct.unpack_from("<I", b, 0)
-            p = 4
-            keys, offs, sizes = [], [], []
-            for _ in range(n):
-                off, size, klen = struct.unpack_from("<QII", b, p)
-                p += 16
-                keys.append(b[p : p + klen])
-                p += klen
-                offs.append(off)
-                sizes.append(size)
+            keys, offs, sizes, p = _parse_handles(b, 4, n)
             if p != len(b) or n != self.meta.num_blocks or n == 0:
                 raise ValueError("index does not match the meta block")
         except (struct.error, ValueError) as e:
@@ -101,15 +108,7 @@ class Table:
 
     def _parse_partitions(self, b: bytes) -> None:
         (n,) = struct.unpack_from("<I", b, 4)
-        p = 8
-        keys, offs, sizes = [], [], []
-        for _ in range(n):
-            off, size, klen = struct.unpack_from("<QII", b, p)
-            p += 16
-            keys.append(b[p : p + klen])
-            p += klen
-            offs.append(off)
-            sizes.append(size)
+        keys, offs, sizes, p = _parse_handles(b, 8, n)
         if p != len(b) or n == 0:
             raise ValueError("malformed partition index")
         self._part_filters = [None] * n
