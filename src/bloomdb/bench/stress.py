@@ -171,6 +171,7 @@ def kill_check(path: str, kills: int, kill_every: float = 0.25, seed: int = 0, r
     rng = random.Random(seed)
     DB.open(path, stress_options()).close()
     bad = 0
+    acked_cycles: list[tuple[int, int]] = []
     for cycle in range(kills):
         r, w = os.pipe()
         pid = os.fork()
@@ -191,4 +192,10 @@ def kill_check(path: str, kills: int, kill_every: float = 0.25, seed: int = 0, r
                 for p in verify_cycle(db, cycle, acked):
                     bad += 1
                     report(p)
+                acked_cycles.append((cycle, acked))
+            if acked_cycles:  # an earlier cycle's batches survive the later kills too
+                c, a = rng.choice(acked_cycles)
+                if db.get(_key(c, a, 1)) is None or db.get(_key(c, 0, 1)) is None:
+                    bad += 1
+                    report(f"cycle {cycle}: acknowledged batches of earlier cycle {c} lost")
     return bad
