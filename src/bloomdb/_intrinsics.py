@@ -2,6 +2,8 @@
 
 ``prefetch(arr, i)`` asks the CPU to start loading the cache line holding ``arr[i]`` (LLVM's
 ``llvm.prefetch``, read, high locality); it never faults, even for an index past the end.
+``load_u64`` / ``store_u64`` move 8 bytes of a uint8 array at any offset in one unaligned access
+(the Parquet page kernels' Snappy copies and bit unpacking).
 """
 
 from __future__ import annotations
@@ -45,5 +47,44 @@ def popcount64(typingctx, x):
         fnty = ir.FunctionType(i64, [i64])
         fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.ctpop.i64")
         return builder.call(fn, [args[0]])
+
+    return sig, codegen
+
+
+def _byte_ptr(context, builder, arr_type, arr_v, idx_v, width):
+    ary = context.make_array(arr_type)(context, builder, arr_v)
+    ptr = builder.gep(ary.data, [idx_v])
+    return builder.bitcast(ptr, ir.IntType(width).as_pointer())
+
+
+@intrinsic
+def load_u64(typingctx, arr, idx):
+    """The 8 bytes ``arr[idx:idx+8]`` of a uint8 array as a little-endian uint64, read with one
+    unaligned load (numba has none: a byte loop costs eight indexed loads with wraparound checks).
+    No bounds check: the caller guarantees ``0 <= idx`` and ``idx + 8 <= len(arr)``."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.uint8 and isinstance(idx, types.Integer)):
+        return None
+    sig = types.uint64(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        ptr = _byte_ptr(context, builder, signature.args[0], args[0], args[1], 64)
+        return builder.load(ptr, align=1)
+
+    return sig, codegen
+
+
+@intrinsic
+def store_u64(typingctx, arr, idx, value):
+    """Write ``value`` as 8 little-endian bytes at ``arr[idx:idx+8]`` of a uint8 array (one
+    unaligned store). No bounds check: the caller guarantees ``0 <= idx`` and ``idx + 8 <= len(arr)``."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.uint8 and isinstance(idx, types.Integer)
+            and isinstance(value, types.Integer) and value.bitwidth == 64):
+        return None
+    sig = types.void(arr, idx, value)
+
+    def codegen(context, builder, signature, args):
+        ptr = _byte_ptr(context, builder, signature.args[0], args[0], args[1], 64)
+        builder.store(args[2], ptr, align=1)
+        return context.get_dummy_value()
 
     return sig, codegen

@@ -3,8 +3,10 @@
 * :class:`ColumnarSource` — a :mod:`bloomdb.columnar` table: one chunk per row group; any column
   decodes at selected positions only (bit-packed random access), or whole.
 * :class:`ParquetSource` — a Parquet file: one chunk per row group; the key column is read first,
-  other columns only for row groups where something survived (Parquet pages decode whole). Row
-  groups whose min/max statistics exclude every build key are skipped before any read.
+  other columns only at the rows that survived, by :class:`bloomdb.parquet.ParquetColumns` (only
+  the pages holding those rows are decompressed, only those values decoded; columns it does not
+  read go through pyarrow, whole). Row groups whose min/max statistics or own Bloom filters
+  exclude every build key are skipped before any read.
 * :class:`ArrowSource` — an in-memory Arrow table cut into ``chunk_rows`` slices.
 
 Every chunk counts the rows it decoded per column in ``decoded`` (what ``explain`` reports).
@@ -147,6 +149,9 @@ class ColumnarSource(ProbeSource):
 
 
 class _ParquetChunk(ProbeChunk):
+    """One row group. Fixed-width flat columns are read by :class:`bloomdb.parquet.ParquetColumns`
+    (pages walked, only the wanted rows decoded); other columns by pyarrow, whole."""
+
     def __init__(self, src: "ParquetSource", group: int):
         super().__init__()
         self.src, self.group = src, group
@@ -162,19 +167,46 @@ class _ParquetChunk(ProbeChunk):
             self._count(name, self.num_rows)
         return a
 
+    def _pages(self, name: str, positions: np.ndarray | None):
+        """``(values, valid)`` at ascending ``positions`` (None: all rows) from the page reader,
+        or None when it does not read this column chunk (or pyarrow has decoded it already)."""
+        cols = self.src.columns
+        if name in self._cols or not cols.supports(name, self.group):
+            return None
+        got = cols.read(self.group, name, positions)
+        if got is not None:
+            self._count(name, self.num_rows if positions is None else positions.shape[0])
+        return got
+
     def keys(self, key, kind):
+        got = self._pages(key, None) if kind == "int" else None
+        if got is not None:
+            return JoinKeys(self.num_rows, ints=int_bits(got[0]), valid=got[1])
         return from_arrow(self._col(key), kind)
 
     def numeric(self, name, positions, whole):
+        got = self._pages(name, None if whole else positions)
+        if got is not None:
+            return got[0], got[1], (positions if whole else None)
         return (*_numeric_from_arrow(self._col(name)), positions)
 
     def arrow(self, name, positions, whole):
+        got = self._pages(name, positions) if _ascending(positions) else None
+        if got is not None:
+            values, valid = got
+            return pa.array(values, type=self.src.schema.field(name).type, mask=None if valid is None else ~valid)
         return self._col(name).take(pa.array(positions))
+
+
+def _ascending(positions: np.ndarray) -> bool:
+    return positions.shape[0] < 2 or bool((positions[1:] >= positions[:-1]).all())
 
 
 class ParquetSource(ProbeSource):
     def __init__(self, path: str):
         import pyarrow.parquet as pq
+
+        from ..parquet import ParquetColumns
 
         self.path = path
         try:
@@ -186,6 +218,7 @@ class ParquetSource(ProbeSource):
         self.num_chunks = self.metadata.num_row_groups
         self.label = f"parquet {path}"
         self._local = threading.local()
+        self.columns = ParquetColumns(path, self.metadata)
 
     def file(self):
         """A ParquetFile for the calling thread (readers are not shared across threads)."""

@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from .errors import CorruptionError, InvalidArgument
-from .filters import _sbbf_kernels as _K
-from .filters.sbbf import SplitBlockBloom
-from .keys import KeyBatch, to_batches
+from ..errors import CorruptionError, InvalidArgument
+from ..filters import _sbbf_kernels as _K
+from ..filters.sbbf import SplitBlockBloom
+from ..keys import KeyBatch, to_batches
 
 __all__ = ["read_filters", "row_groups_that_may_contain", "hash_values", "UnsupportedBloomFilter",
            "parse_bloom_filter_header"]
@@ -232,7 +232,7 @@ def hash_values(values: Any, physical_type: str) -> np.ndarray:
     """XXH64 (seed 0) of each value's Parquet plain encoding for a column of ``physical_type``
     (``"INT32"``, ``"INT64"``, ``"FLOAT"``, ``"DOUBLE"``, ``"BYTE_ARRAY"``,
     ``"FIXED_LEN_BYTE_ARRAY"``) — the hash Parquet Bloom filters are probed with."""
-    from .hashing import hash_batch_xxh64
+    from ..hashing import hash_batch_xxh64
 
     if physical_type == "INT32":
         return hash_batch_xxh64(_fixed_width(values, "i4", physical_type), 0)

@@ -1,0 +1,212 @@
+"""The Parquet page reader (bloomdb.parquet.ParquetColumns) against pyarrow and DuckDB's writers."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bloomdb.errors import CorruptionError, InvalidArgument
+from bloomdb.parquet import ParquetColumns
+from bloomdb.parquet import _page_kernels as K
+
+VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "vectors", "parquet")
+
+TYPES = {
+    "i8": pa.int8(), "i16": pa.int16(), "i32": pa.int32(), "i64": pa.int64(),
+    "u8": pa.uint8(), "u16": pa.uint16(), "u32": pa.uint32(), "u64": pa.uint64(),
+    "f32": pa.float32(), "f64": pa.float64(),
+}
+
+
+def _table(n: int, seed: int, nulls: bool, low_cardinality: bool) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    cols = {}
+    for name, t in TYPES.items():
+        if pa.types.is_floating(t):
+            v = rng.normal(size=n).astype(t.to_pandas_dtype())
+            if low_cardinality:
+                v = np.round(v, 1).astype(v.dtype)
+        else:
+            info = np.iinfo(t.to_pandas_dtype())
+            hi = 50 if low_cardinality else info.max
+            v = rng.integers(info.min if not low_cardinality else 0, hi, n, dtype=t.to_pandas_dtype(), endpoint=True)
+        mask = rng.random(n) < 0.2 if nulls else None
+        cols[name] = pa.array(v, type=t, mask=mask)
+    return pa.table(cols)
+
+
+def _check_file(path, table: pa.Table, seed: int = 0):
+    """Every column, every row group: whole and at random positions, equal to pyarrow's reading."""
+    rng = np.random.default_rng(seed)
+    pf = pq.ParquetFile(path)
+    with ParquetColumns(path) as pc:
+        for g in range(pf.metadata.num_row_groups):
+            ref = pf.read_row_group(g)
+            n = ref.num_rows
+            for name in ref.column_names:
+                assert pc.supports(name, g)
+                col = ref.column(name).combine_chunks()
+                mask = col.is_valid().to_numpy(zero_copy_only=False)
+                want = pa.compute.fill_null(col, 0).to_numpy(zero_copy_only=False)
+                for positions in (None, np.sort(rng.choice(n, min(n, 37), replace=False)), np.array([n - 1]),
+                                  np.zeros(0, np.int64)):
+                    got = pc.read(g, name, positions)
+                    assert got is not None, (name, g)
+                    values, valid = got
+                    sel = slice(None) if positions is None else positions
+                    m = mask[sel]
+                    assert values.dtype == col.type.to_pandas_dtype(), name
+                    assert np.array_equal(valid if valid is not None else np.ones(len(m), bool), m), name
+                    assert np.array_equal(values[m], want[sel][m].astype(values.dtype)), (name, g, positions)
+                    assert not values[~m].any()
+
+
+@pytest.mark.parametrize("compression,dictionary,version,nulls", [
+    (c, d, v, nl) for c, d, v, nl in itertools.product(
+        ["NONE", "SNAPPY", "ZSTD", "GZIP", "LZ4"], [True, False], ["1.0", "2.0"], [False, True])
+    if not (c in ("GZIP", "LZ4") and nl)  # the codec matrix needs no second null pass
+])
+def test_matches_pyarrow(tmp_path, compression, dictionary, version, nulls):
+    t = _table(3000, 1, nulls, low_cardinality=dictionary)
+    p = tmp_path / "t.parquet"
+    pq.write_table(t, p, compression=compression, use_dictionary=dictionary, data_page_version=version,
+                   row_group_size=1100, data_page_size=2048)  # several row groups and many pages
+    _check_file(p, t)
+
+
+def test_byte_stream_split_and_plain_fallback_after_dictionary(tmp_path):
+    t = _table(5000, 2, True, low_cardinality=False)
+    p = tmp_path / "bss.parquet"
+    pq.write_table(t, p, use_dictionary=False, use_byte_stream_split=["f32", "f64"], data_page_size=4096)
+    _check_file(p, t)
+    # a dictionary that overflows its page limit mid-chunk: later pages fall back to PLAIN
+    p2 = tmp_path / "overflow.parquet"
+    pq.write_table(t, p2, dictionary_pagesize_limit=512, data_page_size=1024)
+    _check_file(p2, t)
+
+
+def test_single_literal_snappy_pages_read_in_place(tmp_path):
+    """Incompressible pages and dictionaries (random 64-bit values) are Snappy literals: read in place."""
+    rng = np.random.default_rng(3)
+    t = pa.table({"x": rng.integers(-(1 << 62), 1 << 62, 40_000), "y": rng.normal(size=40_000)})
+    p = tmp_path / "lit.parquet"
+    pq.write_table(t, p, row_group_size=20_000)
+    _check_file(p, t)
+
+
+def test_duckdb_written_file(tmp_path):
+    duckdb = pytest.importorskip("duckdb")
+    p = tmp_path / "duck.parquet"
+    con = duckdb.connect()
+    con.execute(f"""COPY (SELECT i::BIGINT AS a, (i % 97)::INTEGER AS b, (i * 0.5)::DOUBLE AS c,
+                   CASE WHEN i % 7 = 0 THEN NULL ELSE i * 3 END AS d FROM range(200000) t(i))
+                   TO '{p}' (FORMAT parquet, ROW_GROUP_SIZE 70000)""")
+    t = pq.read_table(p)
+    _check_file(p, t)
+
+
+@pytest.mark.parametrize("name", ["duckdb_sbbf.parquet", "arrow_sbbf.parquet"])
+def test_reference_files(name):
+    path = os.path.join(VECTORS, name)
+    if not os.path.exists(path):
+        pytest.skip(f"reference vectors not found at {VECTORS} (shared/ beside the checkout)")
+    pf = pq.ParquetFile(path)
+    with ParquetColumns(path) as pc:
+        assert not pc.supports("s")  # strings go to pyarrow
+        assert pc.read(0, "s") is None
+        for g in range(pf.metadata.num_row_groups):
+            values, valid = pc.read(g, "k")
+            want = pf.read_row_group(g, columns=["k"]).column(0).to_numpy()
+            assert valid is None and np.array_equal(values, want)
+
+
+def test_unsupported_encodings_and_types_return_none(tmp_path):
+    t = pa.table({"d": np.arange(1000, dtype=np.int64), "s": [str(i) for i in range(1000)],
+                  "l": pa.array([[i] for i in range(1000)]), "ts": pa.array(np.arange(1000), pa.timestamp("ms"))})
+    p = tmp_path / "u.parquet"
+    pq.write_table(t, p, use_dictionary=False, column_encoding={"d": "DELTA_BINARY_PACKED"})
+    with ParquetColumns(p) as pc:
+        assert pc.supports("d")  # by type; the encoding is only seen in the pages
+        assert pc.read(0, "d") is None
+        assert not pc.supports("s") and not pc.supports("l.list.element") and not pc.supports("ts")
+        with pytest.raises(InvalidArgument):
+            pc.read(0, "nope")
+        with pytest.raises(InvalidArgument):
+            pc.supports("nope")
+
+
+def test_bad_positions(tmp_path):
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"x": np.arange(100)}), p)
+    with ParquetColumns(p) as pc:
+        with pytest.raises(InvalidArgument):
+            pc.read(0, "x", np.array([100]))
+        with pytest.raises(InvalidArgument):
+            pc.read(0, "x", np.array([-1, 3]))
+        with pytest.raises(InvalidArgument):
+            pc.read(1, "x")
+        with pytest.raises(CorruptionError):  # not ascending
+            pc.read(0, "x", np.array([5, 3]))
+        values, _ = pc.read(0, "x", np.array([3, 3, 7]))  # repeats are fine (expanded join rows)
+        assert values.tolist() == [3, 3, 7]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_flipped_bytes_never_crash(tmp_path, data):
+    """A damaged column chunk gives CorruptionError, None (unsupported-looking bytes) or values of
+    the right shape -- never a crash or a read outside the chunk."""
+    p = tmp_path / "f.parquet"
+    if not p.exists():
+        t = _table(2000, 4, True, low_cardinality=True)
+        pq.write_table(t, p, row_group_size=2000, data_page_size=1024, compression="snappy")
+    raw = bytearray(p.read_bytes())
+    md = pq.ParquetFile(p).metadata
+    c = md.row_group(0).column(data.draw(st.integers(0, md.num_columns - 1)))
+    start = c.dictionary_page_offset if c.has_dictionary_page else c.data_page_offset
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(start, start + c.total_compressed_size - 1))
+        raw[at] ^= data.draw(st.integers(1, 255))
+    q = tmp_path / "g.parquet"
+    q.write_bytes(bytes(raw))
+    with ParquetColumns(q, metadata=md) as pc:
+        for positions in (None, np.array([0, 999, 1999])):
+            try:
+                got = pc.read(0, c.path_in_schema, positions)
+            except CorruptionError:
+                continue
+            if got is not None:
+                assert got[0].shape[0] == (2000 if positions is None else 3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=3000), st.integers(0, 2))
+def test_snappy_matches_pyarrow(payload, repeat):
+    raw = payload * (1 + repeat * 7)  # repeats make copies, overlapping ones included
+    comp = np.frombuffer(pa.compress(raw, codec="snappy", asbytes=True), np.uint8).copy()
+    out = np.empty(len(raw), np.uint8)
+    assert K.snappy_decompress(comp, 0, comp.shape[0], out) == K.ST_OK
+    assert out.tobytes() == raw
+    # wrong length or truncation: a status, never a crash
+    assert K.snappy_decompress(comp, 0, comp.shape[0], np.empty(len(raw) + 1, np.uint8)) == K.ST_CORRUPT
+    if comp.shape[0] > 1 and len(raw):
+        assert K.snappy_decompress(comp, 0, comp.shape[0] - 1, out) != K.ST_OK or out.tobytes() == raw
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(min_size=1, max_size=400))
+def test_snappy_random_bytes_never_crash(garbage):
+    src = np.frombuffer(garbage, np.uint8).copy()
+    for n in (0, 7, 64, 1000):
+        assert K.snappy_decompress(src, 0, src.shape[0], np.empty(n, np.uint8)) in (K.ST_OK, K.ST_CORRUPT)
+    pages = np.empty((8, K.P_FIELDS), np.int64)
+    assert K.walk_pages(src, 0, src.shape[0], pages) in (K.ST_CORRUPT, K.ST_FULL) or \
+        0 <= K.walk_pages(src, 0, src.shape[0], pages) <= 8
