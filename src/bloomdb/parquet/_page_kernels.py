@@ -572,6 +572,54 @@ def hybrid_at(buf, pos, end, width, wanted, out):
 
 
 @njit(cache=True, nogil=True)
+def _all_defined(buf, pos, end, nrows):
+    """Whether the definition levels at ``buf[pos:end]`` are one RLE run of level 1 covering
+    ``nrows`` rows (how writers store a page without nulls)."""
+    h, pos = _varint(buf, pos, end)
+    return pos >= 0 and pos < end and (h & 1) == 0 and (h >> 1) >= nrows and buf[pos] == 1
+
+
+@njit(cache=True, nogil=True)
+def _unpack_hybrid(buf, pos, end, width, out):
+    """Decode the first ``len(out)`` values (``width`` <= 32 bits) of the RLE / bit-packed hybrid
+    run sequence at ``buf[pos:end]`` in order. Returns ``ST_OK`` or ``ST_CORRUPT``."""
+    n = out.shape[0]
+    mask = np.uint64((1 << width) - 1)
+    vbytes = (width + 7) >> 3
+    i = 0
+    while i < n:
+        h, pos = _varint(buf, pos, end)
+        if pos < 0:
+            return ST_CORRUPT
+        if h & 1:
+            nb = min((h >> 1) * width, end - pos)
+            take = min((h >> 1) * 8, n - i)
+            stop = pos + nb
+            for t in range(take):
+                bit = t * width
+                at = pos + (bit >> 3)
+                if at + 8 <= stop:
+                    out[i + t] = np.int64((load_u64(buf, at) >> np.uint64(bit & 7)) & mask)
+                else:
+                    v = _read_bits(buf, pos, bit, width, stop)
+                    if v < 0:
+                        return ST_CORRUPT
+                    out[i + t] = v
+            pos = stop
+        else:
+            if pos + vbytes > end:
+                return ST_CORRUPT
+            v = np.int64(0)
+            for b in range(vbytes):
+                v |= np.int64(buf[pos + b]) << (8 * b)
+            pos += vbytes
+            take = min(h >> 1, n - i)
+            out[i:i + take] = v
+        i += take
+    return ST_OK
+
+
+@njit(cache=True, nogil=True)
 def defined_at(buf, pos, end, first, nrows, rows, valid, vidx):
     """Definition levels (max level 1, bit width 1) of a page's ``nrows`` rows (the chunk's rows
     ``first`` ..) at ``buf[pos:end]``: for each ascending row index in ``rows`` set ``valid``
@@ -628,6 +676,13 @@ def defined_at(buf, pos, end, first, nrows, rows, valid, vidx):
     if j < m:
         return ST_CORRUPT
     return before
+
+
+@njit(cache=True, nogil=True)
+def _gather_run(out, dictionary, codes, start):
+    """``out[start + t] = dictionary[codes[t]]`` (typed views; codes already checked)."""
+    for t in range(codes.shape[0]):
+        out[start + t] = dictionary[codes[t]]
 
 
 @njit(cache=True, nogil=True)
@@ -844,6 +899,26 @@ def read_at(buf, pages, npages, codec, width, max_def, positions, out, valid, iw
                 v0 = body + dlen + rlen
                 v1 = body + csize
         k = j - k0
+        enc = pages[p, P_ENCODING]
+        if k == nrows and positions[k0] == first and positions[j - 1] == first + nrows - 1 \
+                and (enc == ENC_RLE_DICTIONARY or enc == ENC_PLAIN_DICTIONARY) and nlit == 0 and dict_n >= 0 \
+                and (width == 8 or width == 4) and (max_def == 0 or _all_defined(lbuf, l0, l1, nrows)):
+            # the whole page, no nulls: codes unpacked in one sequential pass, then one typed gather
+            if v0 >= v1:
+                return ST_CORRUPT
+            bw = np.int64(vbuf[v0])
+            codes = scratch[:k]
+            if bw > 32 or _unpack_hybrid(vbuf, v0 + 1, v1, bw, codes) != ST_OK:
+                return ST_CORRUPT
+            for t in range(k):
+                if codes[t] >= dict_n:
+                    return ST_CORRUPT
+                valid[k0 + t] = True
+            if width == 8:
+                _gather_run(out.view(np.uint64), dictionary[:dict_n * 8].view(np.uint64), codes, k0)
+            else:
+                _gather_run(out.view(np.uint32), dictionary[:dict_n * 4].view(np.uint32), codes, k0)
+            continue
         sel = selw[:k]
         if max_def > 0:
             ndef = defined_at(lbuf, l0, l1, first, nrows, positions[k0:j], valid[k0:j], vidx[k0:j])
@@ -864,7 +939,7 @@ def read_at(buf, pages, npages, codec, width, max_def, positions, out, valid, iw
                 valid[t] = True
                 vidx[t] = positions[t] - first
                 sel[t - k0] = t
-        st = _copy_values(pages[p, P_ENCODING], vbuf, v0, v1, ndef, width, dictionary, dict_n, (buf, ostart, spos),
+        st = _copy_values(enc, vbuf, v0, v1, ndef, width, dictionary, dict_n, (buf, ostart, spos),
                           nlit, vidx, sel, out, scratch)
         if st != ST_OK:
             return st
