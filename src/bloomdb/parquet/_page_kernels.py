@@ -509,6 +509,17 @@ def _put(dst, d, src, s, width):
             dst[d + b] = src[s + b]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _rle_value(buf, pos, end, vbytes):
+    """``(value, position after it)`` of an RLE run's ``vbytes``-byte little-endian value; -1: cut off."""
+    if pos + vbytes > end:
+        return np.int64(0), np.int64(-1)
+    v = np.int64(0)
+    for i in range(vbytes):
+        v |= np.int64(buf[pos + i]) << (8 * i)
+    return v, pos + vbytes
+
+
 @njit(cache=True, nogil=True)
 def hybrid_at(buf, pos, end, width, wanted, out):
     """Decode the RLE / bit-packed hybrid run sequence at ``buf[pos:end]`` (values of ``width``
@@ -558,12 +569,9 @@ def hybrid_at(buf, pos, end, width, wanted, out):
             pos += nb
         else:
             count = h >> 1
-            if pos + vbytes > end:
+            v, pos = _rle_value(buf, pos, end, vbytes)
+            if pos < 0:
                 return ST_CORRUPT
-            v = np.int64(0)
-            for i in range(vbytes):
-                v |= np.int64(buf[pos + i]) << (8 * i)
-            pos += vbytes
             while j < m and wanted[j] < base + count:
                 out[j] = v
                 j += 1
@@ -607,12 +615,9 @@ def _unpack_hybrid(buf, pos, end, width, out):
                     out[i + t] = v
             pos = stop
         else:
-            if pos + vbytes > end:
+            v, pos = _rle_value(buf, pos, end, vbytes)
+            if pos < 0:
                 return ST_CORRUPT
-            v = np.int64(0)
-            for b in range(vbytes):
-                v |= np.int64(buf[pos + b]) << (8 * b)
-            pos += vbytes
             take = min(h >> 1, n - i)
             out[i:i + take] = v
         i += take
