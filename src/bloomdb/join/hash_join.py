@@ -26,7 +26,7 @@ from .adaptive import AdaptivePolicy, Transition
 from .build import BuildSide
 from .keys import _ro, key_kind
 from .plan import HOWS, Agg, OutColumn, output_columns, parse_aggregates, parse_on
-from .sources import ParquetSource, ProbeSource, open_source, read_all, schema_of
+from .sources import ProbeSource, open_source, read_all, schema_of
 
 #: The filter pushed into the scan unless the caller names another (fixed 256 KiB for register).
 DEFAULT_FILTER = "register:2"
@@ -276,7 +276,7 @@ def hash_join(
     agg_cols = sorted({a.column for a in aggs if a.column is not None}) if aggs else []
 
     bloom = None
-    if bs.non_null_rows and how != "anti" and isinstance(src, ParquetSource):
+    if bs.non_null_rows and how != "anti" and src.has_bloom_filters(pkey):  # distinct keys only when used
         bloom = src.bloom_may_contain(pkey, bs.distinct_keys(kind == "int" and ptype.bit_width <= 32))
 
     def scan(i: int) -> _ChunkOut:

@@ -74,6 +74,10 @@ class ProbeSource:
         """(min, max) of the key column in chunk ``i``, or (None, None) when unknown."""
         return None, None
 
+    def has_bloom_filters(self, key: str) -> bool:
+        """Whether the source stores filters of column ``key`` that :meth:`bloom_may_contain` reads."""
+        return False
+
     def bloom_may_contain(self, key: str, values: Any) -> np.ndarray | None:
         """Per chunk: False when the source's own filters prove none of ``values`` is in it
         (None: the source has no filters)."""
@@ -234,6 +238,15 @@ class ParquetSource(ProbeSource):
 
     def chunk_rows(self, i):
         return self.metadata.row_group(i).num_rows
+
+    def has_bloom_filters(self, key):
+        """Whether any row group's chunk of ``key`` has a Bloom filter (footer only, no reads)."""
+        md = self.metadata
+        names = [md.schema.column(j).path for j in range(md.num_columns)]
+        if key not in names:
+            return False
+        j = names.index(key)
+        return any((md.row_group(g).column(j).bloom_filter_offset or 0) > 0 for g in range(md.num_row_groups))
 
     def bloom_may_contain(self, key, values):
         """Row groups whose Parquet split-block Bloom filter may hold one of ``values``.
