@@ -357,3 +357,26 @@ def test_join_matches_a_python_model(pk, bk, mode, chunk_rows, as_str):
                      chunk_rows=chunk_rows)
     rest = [i for i, x in enumerate(pk) if x not in bset]
     assert anti == {"count(*)": len(rest), "sum(rid)": sum(rest) if rest else None}
+
+
+def test_inputs_kept_open_between_joins_see_rewrites(tmp_path):
+    """Probe files stay mapped between joins, but a table or Parquet file rewritten at the same
+    path (same size, same second) is read anew, never from the old mapping."""
+    import shutil
+
+    from bloomdb.join import release_files
+
+    build = pa.table({"k": np.arange(10, dtype=np.int64)})
+    for kind in ("columnar", "parquet"):
+        path = tmp_path / kind
+        for version in range(3):
+            probe = pa.table({"k": np.arange(100, dtype=np.int64), "v": np.full(100, version, np.int64)})
+            if kind == "columnar":
+                shutil.rmtree(path, ignore_errors=True)
+                columnar.write(path, probe)
+            else:
+                pq.write_table(probe, path)
+            assert hash_join(path, build, on="k", aggregates=["sum(v)"]) == {"sum(v)": 10 * version}
+            assert hash_join(path, build, on="k", aggregates=["sum(v)"]) == {"sum(v)": 10 * version}
+    release_files()
+    assert hash_join(tmp_path / "parquet", build, on="k", aggregates=["sum(v)"]) == {"sum(v)": 20}

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from .. import columnar
 from ..errors import InvalidArgument
 from .keys import JoinKeys, from_arrow, int_bits
+from .open_files import kept_open
 
 
 def _numeric_from_arrow(arr: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
@@ -319,7 +320,8 @@ class ArrowSource(ProbeSource):
 
 
 def open_source(obj: Any, verify: bool = True, chunk_rows: int = columnar.DEFAULT_CHUNK_ROWS) -> ProbeSource:
-    """A probe source from a columnar table (path or object), a Parquet path, or Arrow-like data."""
+    """A probe source from a columnar table (path or object), a Parquet path, or Arrow-like data.
+    Paths are kept open between calls (:mod:`bloomdb.join.open_files`)."""
     if isinstance(obj, ProbeSource):
         return obj
     if isinstance(obj, columnar.ColumnarTable):
@@ -327,9 +329,13 @@ def open_source(obj: Any, verify: bool = True, chunk_rows: int = columnar.DEFAUL
     if isinstance(obj, (str, os.PathLike)):
         p = os.fspath(obj)
         if columnar.is_table(p):
-            return ColumnarSource(columnar.open(p), verify)
+            from ..columnar.table import MANIFEST
+
+            table = kept_open(f"columnar verify={verify}", p, os.path.join(p, MANIFEST),
+                              lambda: columnar.open(p, verify=verify))
+            return ColumnarSource(table, verify)
         if os.path.isfile(p):
-            return ParquetSource(p)
+            return kept_open("parquet", p, p, lambda: ParquetSource(p), tail=True)
         raise InvalidArgument(f"{p} is neither a bloomdb columnar table folder nor a Parquet file")
     return ArrowSource(columnar.to_arrow_table(obj), chunk_rows)
 
