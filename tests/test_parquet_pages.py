@@ -210,3 +210,16 @@ def test_snappy_random_bytes_never_crash(garbage):
     pages = np.empty((8, K.P_FIELDS), np.int64)
     assert K.walk_pages(src, 0, src.shape[0], pages) in (K.ST_CORRUPT, K.ST_FULL) or \
         0 <= K.walk_pages(src, 0, src.shape[0], pages) <= 8
+
+
+@pytest.mark.parametrize("compression", ["zstd", "lz4", "brotli"])
+def test_polars_written_file(tmp_path, compression):
+    pl = pytest.importorskip("polars")
+    rng = np.random.default_rng(6)
+    n = 30_000
+    df = pl.DataFrame({"a": rng.integers(-10**12, 10**12, n), "b": rng.integers(0, 100, n).astype(np.int32),
+                       "c": rng.normal(size=n), "e": rng.random(n).astype(np.float32),
+                       "d": pl.Series(rng.integers(0, 1000, n)).set(pl.Series(rng.random(n) < 0.1), None)})
+    p = tmp_path / "polars.parquet"
+    df.write_parquet(p, compression=compression, row_group_size=10_000)
+    _check_file(p, pq.read_table(p))
