@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from bloomdb.errors import CorruptionError, InvalidArgument
 from bloomdb.parquet import ParquetColumns
-from bloomdb.parquet import _page_kernels as K
+from bloomdb.parquet import _header_kernels as H
+from bloomdb.parquet import _snappy_kernels as S
 
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "vectors", "parquet")
 
@@ -193,12 +194,12 @@ def test_snappy_matches_pyarrow(payload, repeat):
     raw = payload * (1 + repeat * 7)  # repeats make copies, overlapping ones included
     comp = np.frombuffer(pa.compress(raw, codec="snappy", asbytes=True), np.uint8).copy()
     out = np.empty(len(raw), np.uint8)
-    assert K.snappy_decompress(comp, 0, comp.shape[0], out) == K.ST_OK
+    assert S.snappy_decompress(comp, 0, comp.shape[0], out) == H.ST_OK
     assert out.tobytes() == raw
     # wrong length or truncation: a status, never a crash
-    assert K.snappy_decompress(comp, 0, comp.shape[0], np.empty(len(raw) + 1, np.uint8)) == K.ST_CORRUPT
+    assert S.snappy_decompress(comp, 0, comp.shape[0], np.empty(len(raw) + 1, np.uint8)) == H.ST_CORRUPT
     if comp.shape[0] > 1 and len(raw):
-        assert K.snappy_decompress(comp, 0, comp.shape[0] - 1, out) != K.ST_OK or out.tobytes() == raw
+        assert S.snappy_decompress(comp, 0, comp.shape[0] - 1, out) != H.ST_OK or out.tobytes() == raw
 
 
 @settings(max_examples=200, deadline=None)
@@ -206,10 +207,10 @@ def test_snappy_matches_pyarrow(payload, repeat):
 def test_snappy_random_bytes_never_crash(garbage):
     src = np.frombuffer(garbage, np.uint8).copy()
     for n in (0, 7, 64, 1000):
-        assert K.snappy_decompress(src, 0, src.shape[0], np.empty(n, np.uint8)) in (K.ST_OK, K.ST_CORRUPT)
-    pages = np.empty((8, K.P_FIELDS), np.int64)
-    assert K.walk_pages(src, 0, src.shape[0], pages) in (K.ST_CORRUPT, K.ST_FULL) or \
-        0 <= K.walk_pages(src, 0, src.shape[0], pages) <= 8
+        assert S.snappy_decompress(src, 0, src.shape[0], np.empty(n, np.uint8)) in (H.ST_OK, H.ST_CORRUPT)
+    pages = np.empty((8, H.P_FIELDS), np.int64)
+    assert H.walk_pages(src, 0, src.shape[0], pages) in (H.ST_CORRUPT, H.ST_FULL) or \
+        0 <= H.walk_pages(src, 0, src.shape[0], pages) <= 8
 
 
 @pytest.mark.parametrize("compression", ["zstd", "lz4", "brotli"])

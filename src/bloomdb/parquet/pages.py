@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptionError, InvalidArgument
+from . import _header_kernels as H
 from . import _page_kernels as K
 
 __all__ = ["ParquetColumns"]
@@ -149,12 +150,12 @@ class ParquetColumns:
         return start, end
 
     def _pages(self, start: int, end: int, where: str) -> tuple[np.ndarray, int]:
-        pages = np.empty((64, K.P_FIELDS), np.int64)
+        pages = np.empty((64, H.P_FIELDS), np.int64)
         while True:
-            n = K.walk_pages(self._buf, start, end, pages)
-            if n != K.ST_FULL:
+            n = H.walk_pages(self._buf, start, end, pages)
+            if n != H.ST_FULL:
                 break
-            pages = np.empty((pages.shape[0] * 8, K.P_FIELDS), np.int64)
+            pages = np.empty((pages.shape[0] * 8, H.P_FIELDS), np.int64)
         if n < 0:
             raise CorruptionError(f"{where}: damaged page header", self.path)
         return pages, n
@@ -201,9 +202,9 @@ class ParquetColumns:
         valid = np.empty(positions.shape[0], np.bool_)
         iwork, bwork = self._work(4 * positions.shape[0], int(K.work_bytes(pages, n, kcodec)))
         st = K.read_at(buf, pages, n, kcodec, col.width, col.max_def, positions, out, valid, iwork, bwork)
-        if st == K.ST_UNSUPPORTED:
+        if st == H.ST_UNSUPPORTED:
             return None
-        if st != K.ST_OK:
+        if st != H.ST_OK:
             raise CorruptionError(f"{where}: damaged page data", self.path)
         values = out.view(col.stored)
         if values.dtype != col.dtype:
@@ -220,20 +221,20 @@ class ParquetColumns:
         pos = 0
         src = self._buf
         for p in range(n):
-            kind = int(pages[p, K.P_TYPE])
+            kind = int(pages[p, H.P_TYPE])
             if kind in (0, 3):
-                first, count = int(pages[p, K.P_FIRST_ROW]), int(pages[p, K.P_NROWS])
+                first, count = int(pages[p, H.P_FIRST_ROW]), int(pages[p, H.P_NROWS])
                 lo = np.searchsorted(positions, first)
                 if lo == positions.shape[0] or positions[lo] >= first + count:
                     continue
             elif kind != 2:
                 continue
-            body, csize, usize = (int(pages[p, c]) for c in (K.P_BODY, K.P_CSIZE, K.P_USIZE))
+            body, csize, usize = (int(pages[p, c]) for c in (H.P_BODY, H.P_CSIZE, H.P_USIZE))
             head = 0
             if kind == 3:
-                head = int(pages[p, K.P_DEF_LEN] + pages[p, K.P_REP_LEN])
+                head = int(pages[p, H.P_DEF_LEN] + pages[p, H.P_REP_LEN])
             raw = src[body:body + csize]
-            if kind != 3 or pages[p, K.P_COMPRESSED]:
+            if kind != 3 or pages[p, H.P_COMPRESSED]:
                 try:
                     values = pa.decompress(raw[head:], decompressed_size=usize - head, codec=name, asbytes=False)
                 except (pa.ArrowInvalid, pa.ArrowIOError, OSError, ValueError) as exc:
@@ -245,14 +246,14 @@ class ParquetColumns:
             else:
                 body_bytes = raw
             row = pages[p].copy()
-            row[K.P_BODY] = pos
-            row[K.P_CSIZE] = row[K.P_USIZE] = body_bytes.shape[0]
-            row[K.P_COMPRESSED] = 0
+            row[H.P_BODY] = pos
+            row[H.P_CSIZE] = row[H.P_USIZE] = body_bytes.shape[0]
+            row[H.P_COMPRESSED] = 0
             parts.append(body_bytes)
             rows.append(row)
             pos += body_bytes.shape[0]
         buf = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
-        table = np.array(rows, np.int64).reshape(len(rows), K.P_FIELDS)
+        table = np.array(rows, np.int64).reshape(len(rows), H.P_FIELDS)
         return buf, table, len(rows)
 
     def close(self) -> None:
