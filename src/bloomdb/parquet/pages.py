@@ -95,19 +95,24 @@ class ParquetColumns:
         self._buf = np.frombuffer(self._map, np.uint8)
         self._arrow = metadata.schema.to_arrow_schema()
         self._columns: dict[str, _Column | None] = {}
-        self._local = threading.local()
+        self._spare: list[tuple[np.ndarray, np.ndarray]] = []  # scratch buffers not in use
+        self._lock = threading.Lock()
 
-    def _work(self, ints: int, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
-        """This thread's scratch buffers, grown to at least the sizes asked (kept between calls:
-        fresh ones would cost a page fault per 4 KiB on every call)."""
-        loc = self._local
-        iw = getattr(loc, "iwork", None)
+    def _take_work(self, ints: int, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+        """A pair of scratch buffers of at least the sizes asked, from the spares (kept between
+        calls, and between the short-lived threads of successive joins: fresh buffers would cost
+        a page fault per 4 KiB every time). Give it back with :meth:`_give_work`."""
+        with self._lock:
+            iw, bw = self._spare.pop() if self._spare else (None, None)
         if iw is None or iw.shape[0] < ints:
-            iw = loc.iwork = np.empty(max(ints, 4 * 65536), np.int64)
-        bw = getattr(loc, "bwork", None)
+            iw = np.empty(max(ints, 4 * 65536), np.int64)
         if bw is None or bw.shape[0] < nbytes:
-            bw = loc.bwork = np.empty(max(nbytes, 1 << 20), np.uint8)
+            bw = np.empty(max(nbytes, 1 << 20), np.uint8)
         return iw, bw
+
+    def _give_work(self, work: tuple[np.ndarray, np.ndarray]) -> None:
+        with self._lock:
+            self._spare.append(work)
 
     def _column(self, name: str) -> _Column | None:
         if name in self._columns:
@@ -200,8 +205,11 @@ class ParquetColumns:
             kcodec = _KERNEL_CODECS[codec]
         out = np.empty(positions.shape[0] * col.width, np.uint8)
         valid = np.empty(positions.shape[0], np.bool_)
-        iwork, bwork = self._work(4 * positions.shape[0], int(K.work_bytes(pages, n, kcodec)))
-        st = K.read_at(buf, pages, n, kcodec, col.width, col.max_def, positions, out, valid, iwork, bwork)
+        work = self._take_work(4 * positions.shape[0], int(K.work_bytes(pages, n, kcodec)))
+        try:
+            st = K.read_at(buf, pages, n, kcodec, col.width, col.max_def, positions, out, valid, *work)
+        finally:
+            self._give_work(work)
         if st == H.ST_UNSUPPORTED:
             return None
         if st != H.ST_OK:
