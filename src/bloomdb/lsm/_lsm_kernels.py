@@ -303,8 +303,7 @@ def block_get(buf, start, size, key, snap):
             return ST_CORRUPT, 0, 0
         if shared + unshared > size:
             return ST_CORRUPT, 0, 0
-        for i in range(unshared):
-            scratch[shared + i] = buf[p + i]
+        scratch[shared : shared + unshared] = buf[p : p + unshared]
         klen = shared + unshared
         p += unshared
         c = _cmp_user(scratch, 0, klen - 8, key)
@@ -357,8 +356,7 @@ def block_decode(buf, start, size):
         if shared + unshared > scratch.shape[0]:
             p = -1
             break
-        for i in range(unshared):
-            scratch[shared + i] = buf[p + i]
+        scratch[shared : shared + unshared] = buf[p : p + unshared]
         klen = shared + unshared
         p += unshared
         uk = klen - 8
@@ -366,8 +364,7 @@ def block_decode(buf, start, size):
             grown = np.empty(max(kdata.shape[0] * 2, kpos + uk), np.uint8)
             grown[:kpos] = kdata[:kpos]
             kdata = grown
-        for i in range(uk):
-            kdata[kpos + i] = scratch[i]
+        kdata[kpos : kpos + uk] = scratch[:uk]
         kpos += uk
         tr = np.uint64(0)
         for i in range(8):
@@ -447,9 +444,8 @@ def encode_blocks(kdata, koff, trailers, vdata, voff, block_size, restart_interv
         for j in range(shared, klen):
             out[p] = cur[j]
             p += 1
-        for j in range(vlen):
-            out[p] = vdata[vs + j]
-            p += 1
+        out[p : p + vlen] = vdata[vs : vs + vlen]
+        p += vlen
         count += 1
         prev, cur = cur, prev
         prev_len = klen
@@ -539,8 +535,7 @@ def decode_blocks(buf, offs, sizes):
                     or shared + unshared > size or n >= cap):
                 p = -1
                 break
-            for i in range(unshared):
-                scratch[shared + i] = buf[p + i]
+            scratch[shared : shared + unshared] = buf[p : p + unshared]
             klen = shared + unshared
             p += unshared
             uk = klen - 8
@@ -548,15 +543,13 @@ def decode_blocks(buf, offs, sizes):
                 grown = np.empty(max(kdata.shape[0] * 2, kpos + uk), np.uint8)
                 grown[:kpos] = kdata[:kpos]
                 kdata = grown
-            for i in range(uk):
-                kdata[kpos + i] = scratch[i]
+            kdata[kpos : kpos + uk] = scratch[:uk]
             kpos += uk
             tr = np.uint64(0)
             for i in range(8):
                 tr |= np.uint64(scratch[uk + i]) << np.uint64(8 * i)
             trailers[n] = tr
-            for i in range(vlen):
-                vdata[vpos + i] = buf[p + i]
+            vdata[vpos : vpos + vlen] = buf[p : p + vlen]
             vpos += vlen
             p += vlen
             n += 1
@@ -632,8 +625,7 @@ def gather(data, off, idx):
     for j in range(idx.shape[0]):
         a = off[idx[j]]
         b = off[idx[j] + 1]
-        for t in range(b - a):
-            out[p + t] = data[a + t]
+        out[p : p + b - a] = data[a:b]
         p += b - a
         o[j + 1] = p
     return out, o

@@ -35,12 +35,13 @@ from .compaction import executor, policy
 from .fs import RealFS
 from .memtable import MemTable
 from .options import MAX_LEVELS, Options
-from .sstable import DELETED, MISSING, Table, build_table
+from .sstable import DELETED, MISSING, Table
+from .sstable.builder import build_table_arrays
 from .sstable.reader import BlockCache
 from .version import TableRef, Version
 
 MAX_SEQ = (1 << 56) - 1
-_PUT1 = wal._PUT1
+_PUT_HEAD = wal.PUT_HEAD
 _U32 = wal._U32
 _crc = wal._crc.crc32c
 _TABLE_RE = re.compile(r"^(\d+)\.sst$")
@@ -142,6 +143,7 @@ class DB:
         self._cond = threading.Condition(self._lock)
         self._compaction_lock = threading.Lock()
         self._snapshots: Counter = Counter()
+        self._keep_old = False  # a snapshot is live: memtables keep the versions they replace
         self._bg_error: BaseException | None = None
         self._closed = False
         self._closing = False
@@ -266,13 +268,13 @@ class DB:
         self._fs.write_atomic(self._file("MANIFEST"), mf.encode(state))
 
     def _write_table(self, mem: MemTable, level: int) -> TableRef:
-        keys, trs, vals = mem.table_entries()
+        kd, ko, trs, vd, vo = mem.table_arrays()
         number = self._new_file_number()
         p = executor.table_path(self.path, number)
         last = all(not self._version.levels[i] for i in range(1, MAX_LEVELS))
         o = self.options
-        info = build_table(self._fs, p, number, keys, trs, vals, o.filter_for(level, last), o.block_size,
-                           o.restart_interval, o.compression, partition_blocks=o.partition_blocks())
+        info = build_table_arrays(self._fs, p, number, kd, ko, trs, vd, vo, o.filter_for(level, last), o.block_size,
+                                  o.restart_interval, o.compression, partition_blocks=o.partition_blocks())
         self._stats["bytes_flushed"] += info.file_size
         return TableRef(level, info, Table(self._fs, p, number, self._cache))
 
@@ -328,16 +330,18 @@ class DB:
                 mem = self._mem
             seq = self._seq + 1
             # wal.encode_put, inlined: this is the hot path of every unbatched write
-            payload = b"".join((_PUT1.pack(seq, 1, 1, len(key)), key, _U32.pack(len(value)), value))
-            n = _U32.pack(len(payload))
-            record = b"".join((_U32.pack(_crc(payload, _crc(n))), n, payload))
+            body = b"".join((_PUT_HEAD.pack(21 + len(key) + len(value), seq, 1, 1, len(key)), key,
+                             _U32.pack(len(value)), value))
             try:
-                self._log.add(record, sync)
+                if sync:
+                    self._log.add(_U32.pack(_crc(body)) + body, True)
+                else:
+                    self._log.append(_U32.pack(_crc(body)) + body)
             except BaseException as e:
                 self._bg_error = e  # the log's tail is unknown now: nothing may be appended after it
                 raise
             self._seq = seq
-            mem.add(seq, key, value, bool(self._snapshots))
+            mem.add(seq, key, value, self._keep_old)
 
     def delete(self, key, sync: bool = False) -> None:
         """Remove ``key`` (writes a tombstone). Deleting a missing key is not an error."""
@@ -348,7 +352,7 @@ class DB:
             seq = self._seq + 1
             self._append(wal.encode_put(seq, key, None), sync)
             self._seq = seq
-            self._mem.add(seq, key, None, bool(self._snapshots))
+            self._mem.add(seq, key, None, self._keep_old)
 
     def write(self, batch: WriteBatch, sync: bool = False) -> None:
         """Apply ``batch`` atomically: one WAL record, consecutive sequence numbers."""
@@ -362,7 +366,7 @@ class DB:
             self._make_room()
             first = self._seq + 1
             self._append(wal.encode_batch(first, ops), sync)
-            keep = bool(self._snapshots)
+            keep = self._keep_old
             add = self._mem.add
             for i, (k, v) in enumerate(ops):
                 add(first + i, k, v, keep)
@@ -520,6 +524,7 @@ class DB:
             self._snapshots[seq] -= 1
             if self._snapshots[seq] <= 0:
                 del self._snapshots[seq]
+            self._keep_old = bool(self._snapshots)
 
     # -- reading ------------------------------------------------------------------------------
     def get(self, key, default=None, snapshot: Snapshot | None = None):
@@ -622,6 +627,7 @@ class DB:
         with self._lock:
             seq = self._seq
             self._snapshots[seq] += 1
+            self._keep_old = True
             return Snapshot(self, seq)
 
     def scan(self, start=None, end=None, reverse: bool = False, snapshot: Snapshot | None = None) -> Iterator[tuple[bytes, bytes]]:
