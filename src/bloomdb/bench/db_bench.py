@@ -162,6 +162,10 @@ def warmup() -> None:
                 pass
             for _ in db.scan(keys[10], keys[500], reverse=True):
                 pass
+            with db.snapshot() as snap:
+                db.put(keys[1], values[1])
+                for _ in db.scan(snapshot=snap):
+                    pass
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

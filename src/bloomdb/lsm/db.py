@@ -14,14 +14,11 @@ keep working) -- after a failed fsync the file's state is unknown, so nothing ma
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import os
 import re
 import threading
 import weakref
 from collections import Counter
-from operator import itemgetter
 from typing import Any, Iterator
 
 import numpy as np
@@ -30,7 +27,7 @@ from ..errors import BloomDBError, CorruptionError, InvalidArgument, KeyTypeErro
 from ..hashing import hash64 as _xxh3  # XXH3-64 seed 0: the filters' hash
 from . import _lsm_kernels as K
 from . import manifest as mf
-from . import wal
+from . import scan, wal
 from .compaction import executor, policy
 from .fs import RealFS
 from .memtable import MemTable
@@ -649,37 +646,17 @@ class DB:
         return self._scan_iter(sources, ver, start, end, reverse, snap, own)
 
     def _scan_iter(self, sources, ver, start, end, reverse, snap, own):
-        try:
-            its = [reversed(s) if reverse else iter(s) for s in sources]
-            for li, level in enumerate(ver.levels):
-                tabs = [r.table for r in level
-                        if not ((end is not None and r.table.min_key >= end) or (start is not None and r.table.max_key < start))]
-                if not tabs:
-                    continue
-                if li == 0:  # L0 tables overlap: one merge input each
-                    its.extend(_table_range(t, start, end, reverse) for t in tabs)
-                else:  # a level's tables are disjoint and in key order: one chained input
-                    order = reversed(tabs) if reverse else tabs
-                    its.append(itertools.chain.from_iterable(_table_range(t, start, end, reverse) for t in order))
-            cur = None
-            best_seq = -1
-            best_val = None
-            merged = its[0] if len(its) == 1 else heapq.merge(*its, key=_first, reverse=reverse)
-            for k, s, v in merged:
-                if k != cur:
-                    if cur is not None and best_seq >= 0 and best_val is not None:
-                        yield cur, best_val
-                    cur = k
-                    best_seq = -1
-                    best_val = None
-                if best_seq < s <= snap:
-                    best_seq = s
-                    best_val = v
-            if cur is not None and best_seq >= 0 and best_val is not None:
-                yield cur, best_val
-        finally:
-            if own is not None:
-                own.close()
+        inputs = [scan.memtable_chunks(items) for items in sources]
+        for li, level in enumerate(ver.levels):
+            tabs = [r.table for r in level
+                    if not ((end is not None and r.table.min_key >= end) or (start is not None and r.table.max_key < start))]
+            if not tabs:
+                continue
+            if li == 0:  # L0 tables overlap: one merge input each
+                inputs.extend(scan.table_chunks([t], start, end, reverse) for t in tabs)
+            else:  # a level's tables are disjoint and in key order: one input
+                inputs.append(scan.table_chunks(tabs, start, end, reverse))
+        return scan.merged(inputs, start, end, reverse, snap, None if own is None else own.close)
 
     def __iter__(self):
         return (k for k, _ in self.scan())
@@ -783,31 +760,3 @@ class DB:
 
 
 _ABSENT = object()
-_first = itemgetter(0)
-
-
-def _table_range(t: Table, start, end, reverse):
-    """``(key, seq, value)`` entries of table ``t`` in ``[start, end)``; deletions have value None."""
-    nb = t.num_blocks()
-    if not reverse:
-        i = 0 if start is None else t.first_block_for(start)
-        while i < nb:
-            keys, trs, vals = t.decode_block(i)
-            for k, tr, v in zip(keys, trs, vals):
-                if start is not None and k < start:
-                    continue
-                if end is not None and k >= end:
-                    return
-                yield k, tr >> 8, (v if tr & 0xFF else None)
-            i += 1
-    else:
-        i = nb - 1 if end is None else min(nb - 1, t.first_block_for(end))
-        while i >= 0:
-            keys, trs, vals = t.decode_block(i)
-            for k, tr, v in zip(reversed(keys), reversed(trs), reversed(vals)):
-                if end is not None and k >= end:
-                    continue
-                if start is not None and k < start:
-                    return
-                yield k, tr >> 8, (v if tr & 0xFF else None)
-            i -= 1

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._lsm_kernels import _cmp
+
 
 @njit(cache=True, nogil=True)
 def _prefix_words(data, off, skip):
@@ -32,18 +34,16 @@ def _prefix_words(data, off, skip):
 
 
 @njit(cache=True, nogil=True)
-def _less_tail(data, off, i, j):
-    """Item ``i`` sorts strictly before item ``j``, given their first 16 bytes are equal."""
+def cmp_tail(data, off, i, j):
+    """Compare items ``i`` and ``j`` whose 16-byte prefix words are equal: -1, 0, 1 (the bytes
+    past 16; a shorter item padded with zeros within the first 16 sorts first)."""
     a = off[i]
     la = off[i + 1] - a
     b = off[j]
     lb = off[j + 1] - b
-    for t in range(16, min(la, lb)):
-        x = data[a + t]
-        y = data[b + t]
-        if x != y:
-            return x < y
-    return la < lb
+    if la <= 16 or lb <= 16:
+        return 0 if la == lb else (-1 if la < lb else 1)
+    return _cmp(data, a + 16, la - 16, data, b + 16, lb - 16)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -55,7 +55,7 @@ def _before(data, off, p0, p1, x, y):
         return p0[x] < p0[y]
     if p1[x] != p1[y]:
         return p1[x] < p1[y]
-    return _less_tail(data, off, x, y)
+    return cmp_tail(data, off, x, y) < 0
 
 
 @njit(cache=True, nogil=True)
@@ -88,7 +88,7 @@ def argsort_packed(data, off):
                     elif p1[x] != p1[y]:
                         less = p1[x] < p1[y]
                     else:
-                        less = _less_tail(data, off, x, y)
+                        less = cmp_tail(data, off, x, y) < 0
                     if less:
                         b[k] = x
                         j += 1
