@@ -1,6 +1,7 @@
 """numba kernels of the LSM store: the all-tables filter probe and the data-block codec.
 
-Probe directory (``meta``, int64) -- one array per store version, built by :mod:`bloomdb.lsm.probe`::
+Probe directory (``meta``, int64) -- one array per store version, built by
+:mod:`bloomdb.lsm.directory`::
 
     meta[0]              number of L0 slots (slots 0 .. n0-1, newest table first)
     meta[1]              number of further levels described below (L1, L2, ...)
@@ -11,15 +12,21 @@ Probe directory (``meta``, int64) -- one array per store version, built by :mod:
     meta[C_POSITIVE]     counter: probes that said "may contain"
     meta[W32_BASE]       32-bit index where the filter words start (same array, viewed as uint32)
     meta[BYTE_BASE]      byte index where the key bounds start (same array, viewed as uint8)
-    meta[SLOTS + 8s ..]  slot s: kind, word offset, lines, k, min key offset, min key length,
-                         max key offset, max key length (offsets into ``bounds``, a uint8 array
-                         holding every slot's smallest and largest user key)
+    meta[SLOTS + 12s ..] slot s: kind, word offset (or partition table index), lines (or
+                         partition count, or words reserved), k, min key offset, min key length,
+                         max key offset, max key length (byte offsets into the array), then the
+                         min and max keys' two big-endian prefix words each (read as uint64)
+    partition entry      (``PSTRIDE`` words, for kind PARTITIONED) last key's two prefix words,
+                         last key offset, length, state, word offset, lines (or words
+                         reserved), k
 
-``kind`` is 0 for a table without a usable filter (none, or damaged: fail open), 1 for a
-``blocked`` filter whose words start at 32-bit index ``offset``, 2 for a filter of another family
-(the kernel answers "may contain"; Python asks that family). A slot is a candidate only when
-``min key <= key <= max key`` (full bytewise comparison), so a lookup probes at most one table
-per level below L0.
+Slot kinds: NONE (no usable filter: none, or damaged -- fail open, not counted), BLOCKED (a
+``blocked`` filter's words at 32-bit index ``offset``), OTHER (another family: Python asks it),
+LAZY (the filter is not read yet: Python reads it on this first lookup, see
+:mod:`bloomdb.lsm.directory`), PARTITIONED (per-partition states P_LAZY, P_LOADED, P_OTHER,
+P_DAMAGED; the kernel finds the partition by its last key). The probe returns ``-slot - 2`` for
+"Python decides". A slot is a candidate only when ``min key <= key <= max key`` (full bytewise
+comparison), so a lookup probes at most one table per level below L0.
 
 Data block (see docs/formats.md): entries ``varint shared, varint unshared, varint vlen,
 key[shared:], value`` over internal keys (user key + 8-byte little-endian ``seq << 8 | type``),
@@ -36,7 +43,10 @@ from numba import njit
 from ..hashing._kernels import xxh3_64_bytes
 
 SLOTS = 24
-STRIDE = 8
+STRIDE = 12
+PSTRIDE = 8
+NONE, BLOCKED, OTHER, LAZY, PARTITIONED = 0, 1, 2, 3, 4  # slot kinds
+P_LAZY, P_LOADED, P_OTHER, P_DAMAGED = 0, 1, 2, 3  # partition states
 MAX_LEVELS = 9
 C_CHECKS = 20
 C_USEFUL = 21
@@ -65,13 +75,33 @@ def _cmp(a, astart, alen, b, bstart, blen):
 
 
 @njit(cache=True, nogil=True)
-def _probe(meta, words, bounds, h, key, kstart, klen, start):
+def _tail_cmp(a, astart, alen, b, bstart, blen):
+    """Compare two keys whose zero-padded 16-byte prefixes are equal: -1, 0, 1."""
+    if alen <= 16 or blen <= 16:
+        return 0 if alen == blen else (-1 if alen < blen else 1)
+    return _cmp(a, astart + 16, alen - 16, b, bstart + 16, blen - 16)
+
+
+@njit(cache=True, nogil=True)
+def _probe(meta, u64, words, bounds, h, key, kstart, klen, start):
     """The probe loop. Written as one function with inline loops on purpose: every call of a
     helper taking arrays costs numba an atomic incref/decref pair per array, which made this
-    loop 5x slower than the work it does."""
+    loop 5x slower than the work it does (``_tail_cmp`` runs only on 16-byte prefix ties).
+
+    Key comparisons go by the two big-endian prefix words first (``k0``, ``k1`` of the key
+    against the words stored per bound): one or two integer compares instead of a byte loop."""
     n0 = meta[0]
     nlev = meta[1]
     g0 = h >> np.uint64(32)
+    k0 = np.uint64(0)
+    k1 = np.uint64(0)
+    for t in range(8):
+        k0 <<= np.uint64(8)
+        k1 <<= np.uint64(8)
+        if t < klen:
+            k0 |= np.uint64(key[kstart + t])
+        if 8 + t < klen:
+            k1 |= np.uint64(key[kstart + 8 + t])
     # slot order: L0 slots newest first, then for each level the one table whose range may hold key
     j = -1  # -1: L0, else level index
     s = start
@@ -95,17 +125,14 @@ def _probe(meta, words, bounds, h, key, kstart, klen, start):
             while lo < hi:  # first table whose max key >= key
                 mid = (lo + hi) >> 1
                 b = SLOTS + (s0 + mid) * STRIDE
-                bo = meta[b + 6]
-                bl = meta[b + 7]
-                r = 0
-                for t in range(min(bl, klen)):
-                    x = bounds[bo + t]
-                    y = key[kstart + t]
-                    if x != y:
-                        r = -1 if x < y else 1
-                        break
-                if r == 0 and bl != klen:
-                    r = -1 if bl < klen else 1
+                w0 = u64[b + 10]
+                w1 = u64[b + 11]
+                if w0 != k0:
+                    r = -1 if w0 < k0 else 1
+                elif w1 != k1:
+                    r = -1 if w1 < k1 else 1
+                else:
+                    r = _tail_cmp(bounds, meta[b + 6], meta[b + 7], key, kstart, klen)
                 if r < 0:
                     lo = mid + 1
                 else:
@@ -115,39 +142,71 @@ def _probe(meta, words, bounds, h, key, kstart, klen, start):
                 continue
         base = SLOTS + cand * STRIDE
         # key >= min key ?
-        bo = meta[base + 4]
-        bl = meta[base + 5]
-        r = 0
-        for t in range(min(bl, klen)):
-            x = key[kstart + t]
-            y = bounds[bo + t]
-            if x != y:
-                r = -1 if x < y else 1
-                break
-        if r == 0 and bl != klen:
-            r = -1 if klen < bl else 1
+        w0 = u64[base + 8]
+        w1 = u64[base + 9]
+        if w0 != k0:
+            r = -1 if k0 < w0 else 1
+        elif w1 != k1:
+            r = -1 if k1 < w1 else 1
+        else:
+            r = _tail_cmp(key, kstart, klen, bounds, meta[base + 4], meta[base + 5])
         if r < 0:
             continue
         # key <= max key ?
-        bo = meta[base + 6]
-        bl = meta[base + 7]
-        r = 0
-        for t in range(min(bl, klen)):
-            x = key[kstart + t]
-            y = bounds[bo + t]
-            if x != y:
-                r = -1 if x < y else 1
-                break
-        if r == 0 and bl != klen:
-            r = -1 if klen < bl else 1
+        w0 = u64[base + 10]
+        w1 = u64[base + 11]
+        if w0 != k0:
+            r = -1 if k0 < w0 else 1
+        elif w1 != k1:
+            r = -1 if k1 < w1 else 1
+        else:
+            r = _tail_cmp(key, kstart, klen, bounds, meta[base + 6], meta[base + 7])
         if r > 0:
             continue
-        if meta[base] != 1:
-            return cand  # no usable filter here (none, damaged, or another family): may contain
+        kind = meta[base]
+        if kind == NONE:
+            return cand  # no usable filter (none, or damaged: fail open)
+        if kind == OTHER or kind == LAZY:
+            return -cand - 2  # Python asks (another family) or loads the filter first
+        if kind == PARTITIONED:
+            pt = meta[base + 1]
+            lo = 0
+            hi = meta[base + 2]
+            while lo < hi:  # first partition whose last key >= key
+                mid = (lo + hi) >> 1
+                e = pt + mid * PSTRIDE
+                w0 = u64[e]
+                w1 = u64[e + 1]
+                if w0 != k0:
+                    r = -1 if w0 < k0 else 1
+                elif w1 != k1:
+                    r = -1 if w1 < k1 else 1
+                else:
+                    r = _tail_cmp(bounds, meta[e + 2], meta[e + 3], key, kstart, klen)
+                if r < 0:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            if lo == meta[base + 2]:  # beyond the last partition: not here
+                meta[C_CHECKS] += 1
+                meta[C_USEFUL] += 1
+                continue
+            e = pt + lo * PSTRIDE
+            st = meta[e + 4]
+            if st == P_DAMAGED:
+                return cand
+            if st != P_LOADED:
+                return -cand - 2
+            woff = meta[e + 5]
+            nlines = meta[e + 6]
+            k = meta[e + 7]
+        else:
+            woff = meta[base + 1]
+            nlines = meta[base + 2]
+            k = meta[base + 3]
         meta[C_CHECKS] += 1
-        lines = np.uint64(meta[base + 2])
-        w = (((h & np.uint64(0xFFFFFFFF)) * lines) >> np.uint64(32)) * np.uint64(16) + np.uint64(meta[base + 1])
-        k = meta[base + 3]
+        lines = np.uint64(nlines)
+        w = (((h & np.uint64(0xFFFFFFFF)) * lines) >> np.uint64(32)) * np.uint64(16) + np.uint64(woff)
         g = g0
         ok = True
         done = 0
@@ -182,7 +241,9 @@ def _probe(meta, words, bounds, h, key, kstart, klen, start):
 
 @njit(cache=True, nogil=True)
 def probe(directory, key, start):
-    """First slot ``>= start`` that may hold ``key`` (range and filter), or -1. One hash per call.
+    """First slot ``>= start`` that may hold ``key`` (range and filter), ``-1`` when none, or
+    ``-slot - 2`` when Python must decide for ``slot`` (a filter to load, or of another family:
+    :meth:`directory.Directory.check`). One hash per call.
 
     ``directory`` is the whole probe structure in one int64 array (fewer arguments: numba's
     dispatch costs ~0.1 us per array argument): the ``meta`` words, then the filters' 32-bit
@@ -190,19 +251,20 @@ def probe(directory, key, start):
     ``directory[BYTE_BASE]``; the offsets stored in ``meta`` are already absolute.
     """
     n = len(key)
-    return _probe(directory, directory.view(np.uint32), directory.view(np.uint8),
+    return _probe(directory, directory.view(np.uint64), directory.view(np.uint32), directory.view(np.uint8),
                   xxh3_64_bytes(key, 0, n), key, 0, n, start)
 
 
 @njit(cache=True, nogil=True)
 def probe_many(directory, data, offsets, out):
     """``out[i]`` = :func:`probe` of key ``i`` (Arrow layout) from slot 0."""
+    u64 = directory.view(np.uint64)
     words = directory.view(np.uint32)
     bounds = directory.view(np.uint8)
     for i in range(offsets.shape[0] - 1):
         s = offsets[i]
         n = offsets[i + 1] - s
-        out[i] = _probe(directory, words, bounds, xxh3_64_bytes(data, s, n), data, s, n, 0)
+        out[i] = _probe(directory, u64, words, bounds, xxh3_64_bytes(data, s, n), data, s, n, 0)
 
 
 # ------------------------------------------------------------------------------------------

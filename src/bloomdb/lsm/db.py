@@ -33,7 +33,7 @@ from .fs import RealFS
 from .memtable import MemTable
 from .options import MAX_LEVELS, Options
 from .sstable import DELETED, MISSING, Table
-from .sstable.builder import build_table_arrays
+from .sstable.builder import build_table_arrays, pack_bytes
 from .sstable.reader import BlockCache
 from .version import TableRef, Version
 
@@ -474,7 +474,7 @@ class DB:
                 self._version = old
                 raise
             if old._probe is not None:
-                self._probe_base += old._probe[0][K.C_CHECKS : K.C_POSITIVE + 1]
+                self._probe_base += old.refresh_probe()[0][K.C_CHECKS : K.C_POSITIVE + 1]
             imm = self._imm
             if drop_imm:
                 self._imm = None
@@ -549,71 +549,86 @@ class DB:
             v = e[1]
             return default if v is None else v
         p = ver._probe or ver.probe()
-        d = p[0]
-        s = K.probe(d, key, 0)
-        while s >= 0:
-            r = self._read_slot(ver, p, s, key, snap)
-            if r is not MISSING:
-                return default if r is DELETED else r
-            s = K.probe(d, key, s + 1)
-        return default
+        s = K.probe(p[0], key, 0)
+        if s == -1:
+            return default
+        r = self._read_from(ver, s, key, snap)
+        return default if r is MISSING or r is DELETED else r
 
-    def _read_slot(self, ver: Version, p, s: int, key: bytes, snap: int):
-        other = p[2][s]
-        if other is not None:  # another family's filter, or partitioned filters: asked here
-            self._stats["filter_checks"] += 1
-            if not other(key, _xxh3(key)):
-                self._stats["filter_useful"] += 1
-                return MISSING
-            self._stats["filter_positive"] += 1
+    def _read_from(self, ver: Version, s: int, key: bytes, snap: int):
+        """Follow the probe kernel's answer ``s`` (a slot, or ``-slot - 2``: Python checks the
+        filter) through the tables until one holds ``key``: its value, DELETED or MISSING."""
+        while s != -1:
+            if s < -1:
+                s = -s - 2
+                r = self._read_slot(ver, s, key, snap, True)
+            else:
+                r = self._read_slot(ver, s, key, snap, False)
+            if r is not MISSING:
+                return r
+            s = K.probe(ver.refresh_probe()[0], key, s + 1)
+        return MISSING
+
+    def _read_slot(self, ver: Version, s: int, key: bytes, snap: int, ask: bool):
+        """Read table slot ``s`` for ``key``; ``ask``: the kernel left the filter check to Python
+        (a filter to load, partitions, another family) -- asked here, counted like the kernel's."""
+        st = self._stats
+        if ask:
+            verdict = ver.directory.check(s, key, _xxh3(key))
+            ver.refresh_probe()  # the check may have laid the directory out again
+            if verdict is not None:
+                st["filter_checks"] += 1
+                if not verdict:
+                    st["filter_useful"] += 1
+                    return MISSING
+                st["filter_positive"] += 1
         r = ver.slots[s].table.get(key, snap)
-        self._stats["blocks_read"] += 1
+        st["blocks_read"] += 1
         if r is not MISSING:
-            self._stats["true_positive"] += 1
+            st["true_positive"] += 1
         return r
 
     def multi_get(self, keys, default=None, snapshot: Snapshot | None = None) -> list:
         """Values of ``keys`` in order (``default`` where absent). The filter checks of the whole
-        batch are done by one kernel call (one hash per key)."""
-        keys = [k if type(k) is bytes else _key(k) for k in keys]
+        batch are done by one kernel call (one hash per key); the memtable lookups and the
+        packing of the keys are C-speed passes (``map``, ``bytes.join``)."""
+        keys = list(keys)
+        if not set(map(type, keys)) <= {bytes}:
+            keys = [_key(k) for k in keys]
         n = len(keys)
         mem, imm, ver = self._state
-        snap = MAX_SEQ if snapshot is None else snapshot.seq
         if snapshot is None:
-            get = mem.latest.get
-            found = [get(k) for k in keys]
+            snap = MAX_SEQ
+            found = list(map(mem.latest.get, keys))
             if imm is not None:
                 get = imm.latest.get
                 found = [e if e is not None else get(k) for k, e in zip(keys, found)]
         else:
+            snap = snapshot.seq
             found = [mem.get(k, snap) for k in keys]
             if imm is not None:
                 found = [e if e is not None else imm.get(k, snap) for k, e in zip(keys, found)]
-        out = [default if e is None or e[1] is None else e[1] for e in found]
-        todo = [i for i, e in enumerate(found) if e is None]
-        if not todo:
-            return out
-        sub = keys if len(todo) == n else [keys[i] for i in todo]
-        data = np.frombuffer(b"".join(sub), np.uint8)
-        offsets = np.zeros(len(sub) + 1, np.int64)
-        np.cumsum(np.fromiter(map(len, sub), np.int64, len(sub)), out=offsets[1:])
+        if found.count(None) == n:  # nothing in the memtables (the common case of a big batch)
+            out = [default] * n
+            todo = range(n)
+            sub = keys
+        else:
+            out = [default if e is None or e[1] is None else e[1] for e in found]
+            todo = [i for i, e in enumerate(found) if e is None]
+            if not todo:
+                return out
+            sub = [keys[i] for i in todo]
+        data, offsets = pack_bytes(sub)
         slots = np.empty(len(sub), np.int64)
         p = ver._probe or ver.probe()
-        d = p[0]
-        K.probe_many(d, data, offsets, slots)
-        hits = np.flatnonzero(slots >= 0)
+        K.probe_many(p[0], data, offsets, slots)
+        hits = np.flatnonzero(slots != -1)
         if hits.size:
             sl = slots.tolist()
             for j in hits.tolist():
-                key = sub[j]
-                s = sl[j]
-                while s >= 0:
-                    r = self._read_slot(ver, p, s, key, snap)
-                    if r is not MISSING:
-                        if r is not DELETED:
-                            out[todo[j]] = r
-                        break
-                    s = K.probe(d, key, s + 1)
+                r = self._read_from(ver, sl[j], sub[j], snap)
+                if r is not MISSING and r is not DELETED:
+                    out[todo[j]] = r
         return out
 
     def __contains__(self, key) -> bool:
@@ -730,7 +745,7 @@ class DB:
         mem, imm, ver = self._state
         counters = self._probe_base.copy()
         if ver._probe is not None:
-            counters += ver._probe[0][K.C_CHECKS : K.C_POSITIVE + 1]
+            counters += ver.refresh_probe()[0][K.C_CHECKS : K.C_POSITIVE + 1]
         st = self._stats
         checks = int(counters[0]) + st["filter_checks"]
         useful = int(counters[1]) + st["filter_useful"]

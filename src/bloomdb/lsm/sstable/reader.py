@@ -88,7 +88,7 @@ class Table:
     # -- filter -------------------------------------------------------------------------------
     def filter(self):
         """The table's whole-table filter (``None`` when it has none, it is damaged, or the table
-        has partitioned filters -- see :meth:`partition_may_contain`). Loaded once."""
+        has partitioned filters -- see :meth:`partition_filter`). Loaded once."""
         if self._filter_loaded:
             return self._filter
         with self._lock:
@@ -117,26 +117,35 @@ class Table:
         self._part_filters = [None] * n
         self.partitions = (keys, offs, sizes)
 
-    def partition_may_contain(self, key: bytes, h: int) -> bool:
-        """Partitioned filters: ask the filter of the partition whose key range holds ``key``
-        (read and kept on first use; a damaged partition fails open)."""
-        parts = self.partitions
-        if parts is None:
-            return True
-        keys, offs, sizes = parts
-        i = bisect_left(keys, key)
-        if i == len(keys):
-            return False  # beyond the table's last key
+    @property
+    def filter_loaded(self) -> bool:
+        """Whether the filter block has been read (the probe directory reads it lazily)."""
+        return self._filter_loaded
+
+    def partition_for(self, key: bytes) -> int | None:
+        """Partitioned filters: the partition whose key range holds ``key`` (None: beyond the
+        table's last key)."""
+        i = bisect_left(self.partitions[0], key)
+        return None if i == len(self.partitions[0]) else i
+
+    def loaded_partition(self, i: int):
+        """Partition ``i``'s filter if read, ``None`` if not read yet, ``False`` if damaged."""
+        return self._part_filters[i]
+
+    def partition_filter(self, i: int):
+        """Partition ``i``'s filter, read and kept on first use (``None``: damaged, fail open --
+        ``filter_damaged`` is set)."""
         f = self._part_filters[i]
         if f is None:
+            keys, offs, sizes = self.partitions
             try:
                 _, fb = unframe(self._buf, offs[i], sizes[i], self.path, "filter partition")
                 f = filters.from_bytes(fb if fb is not None else bytes(self._buf[offs[i] : offs[i] + sizes[i]]))
             except Exception:  # noqa: BLE001 - fail open
                 self.filter_damaged = True
-                return True
+                f = False
             self._part_filters[i] = f
-        return bool(f.might_contain_hashes(np.array([h], np.uint64))[0])
+        return f if f is not False else None
 
     @property
     def filter_bytes(self) -> int:
