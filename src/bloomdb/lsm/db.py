@@ -149,6 +149,8 @@ class DB:
         self._compact_pointers: dict[int, bytes] = {}
         self._manual_pending = False
         self._stats = Counter()
+        self._blocks_read = 0  # plain attributes, not counters: they are updated on every read
+        self._true_positive = 0
         self._probe_base = np.zeros(3, np.int64)
         self._lockfile = None
         fs = self._fs
@@ -552,40 +554,50 @@ class DB:
         s = K.probe(p[0], key, 0)
         if s == -1:
             return default
-        r = self._read_from(ver, s, key, snap)
+        if s >= 0:  # the common case, one call shorter: the filter said "may contain"
+            r = self._read(ver, s, key, snap)
+            if r is MISSING:
+                r = self._read_from(ver, K.probe(ver.refresh_probe()[0], key, s + 1), key, snap)
+        else:
+            r = self._read_from(ver, s, key, snap)
         return default if r is MISSING or r is DELETED else r
 
     def _read_from(self, ver: Version, s: int, key: bytes, snap: int):
-        """Follow the probe kernel's answer ``s`` (a slot, or ``-slot - 2``: Python checks the
-        filter) through the tables until one holds ``key``: its value, DELETED or MISSING."""
+        """Follow the probe kernel's answer ``s`` (a slot, ``-slot - 2``: Python checks the
+        filter first, or -1: none) through the tables until one holds ``key``: its value,
+        DELETED or MISSING."""
         while s != -1:
             if s < -1:
                 s = -s - 2
-                r = self._read_slot(ver, s, key, snap, True)
+                r = self._read(ver, s, key, snap) if self._ask(ver, s, key) else MISSING
             else:
-                r = self._read_slot(ver, s, key, snap, False)
+                r = self._read(ver, s, key, snap)
             if r is not MISSING:
                 return r
             s = K.probe(ver.refresh_probe()[0], key, s + 1)
         return MISSING
 
-    def _read_slot(self, ver: Version, s: int, key: bytes, snap: int, ask: bool):
-        """Read table slot ``s`` for ``key``; ``ask``: the kernel left the filter check to Python
-        (a filter to load, partitions, another family) -- asked here, counted like the kernel's."""
+    def _ask(self, ver: Version, s: int, key: bytes) -> bool:
+        """The filter check the kernel left to Python (a filter to load, partitions, another
+        family): counted like the kernel's; False means "not here"."""
+        verdict = ver.directory.check(s, key, _xxh3(key))
+        ver.refresh_probe()  # the check may have laid the directory out again
+        if verdict is None:
+            return True
         st = self._stats
-        if ask:
-            verdict = ver.directory.check(s, key, _xxh3(key))
-            ver.refresh_probe()  # the check may have laid the directory out again
-            if verdict is not None:
-                st["filter_checks"] += 1
-                if not verdict:
-                    st["filter_useful"] += 1
-                    return MISSING
-                st["filter_positive"] += 1
+        st["filter_checks"] += 1
+        if not verdict:
+            st["filter_useful"] += 1
+            return False
+        st["filter_positive"] += 1
+        return True
+
+    def _read(self, ver: Version, s: int, key: bytes, snap: int):
+        """Read table slot ``s`` for ``key`` (one data block): value, DELETED or MISSING."""
         r = ver.slots[s].table.get(key, snap)
-        st["blocks_read"] += 1
+        self._blocks_read += 1
         if r is not MISSING:
-            st["true_positive"] += 1
+            self._true_positive += 1
         return r
 
     def multi_get(self, keys, default=None, snapshot: Snapshot | None = None) -> list:
@@ -757,10 +769,10 @@ class DB:
             "filter_checks": checks,
             "filter_useful": useful,
             "filter_positive": positive,
-            "true_positive": st["true_positive"],
+            "true_positive": self._true_positive,
             "filter_useful_ratio": useful / checks if checks else 0.0,
             "filters_damaged": sum(1 for r in refs if r.table.filter_damaged),
-            "data_blocks_read": st["blocks_read"],
+            "data_blocks_read": self._blocks_read,
             "block_cache_hits": self._cache.hits if self._cache else 0,
             "block_cache_misses": self._cache.misses if self._cache else 0,
             "tables_per_level": [len(level) for level in ver.levels],
@@ -768,7 +780,7 @@ class DB:
             "filter_bytes": sum(r.table.filter_bytes for r in refs),
             "compactions": st["compactions"],
             "write_amplification": (st["bytes_flushed"] + st["bytes_compacted"]) / logged if wal_bytes else 0.0,
-            "read_amplification": st["blocks_read"] / max(1, st["true_positive"]),
+            "read_amplification": self._blocks_read / max(1, self._true_positive),
             "memtable_entries": len(mem) + (len(imm) if imm is not None else 0),
             "last_sequence": self._seq,
         }

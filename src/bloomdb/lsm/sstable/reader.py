@@ -63,7 +63,8 @@ class Table:
         self._parse_index(ib if ib is not None else bytes(buf[h.index_off : h.index_off + h.index_size]))
         self.min_key = self.meta.min_key
         self.max_key = self.meta.max_key
-        self._checked = bytearray(len(self.offsets))
+        self._checked = np.zeros(len(self.offsets), np.uint8)  # 1: block's CRC checked, raw
+        self._index = TK.index_array(self.last_keys, self.offsets, self.sizes)
         self._cache = cache
         self._filter = None
         self._filter_loaded = False
@@ -173,18 +174,25 @@ class Table:
         return arr, data, 0, len(data)
 
     def get(self, key: bytes, snap: int):
-        """The newest version of ``key`` with sequence ``<= snap``: value bytes, DELETED or MISSING."""
-        i = bisect_left(self.last_keys, key)
-        if i == len(self.last_keys):
-            return MISSING
-        arr, raw, off, size = self.block(i)
-        st, vo, vl = K.block_get(arr, off, size, key, snap)
+        """The newest version of ``key`` with sequence ``<= snap``: value bytes, DELETED or MISSING.
+        Cost: one kernel call (index search and block search) for a block already checked; the
+        first read of a block checks its CRC32C (and decompresses it) in Python."""
+        st, i, vo, vl = TK.table_get(self._arr, self._index, self._checked, key, snap)
         if st == 1:
-            return raw[vo : vo + vl]
-        if st == 2:
-            return DELETED
+            return self._buf[vo : vo + vl]
         if st == 0:
             return MISSING
+        if st == 2:
+            return DELETED
+        if st == TK.ST_UNCHECKED:
+            arr, raw, off, size = self.block(i)
+            st, vo, vl = K.block_get(arr, off, size, key, snap)
+            if st == 1:
+                return raw[vo : vo + vl]
+            if st == 2:
+                return DELETED
+            if st == 0:
+                return MISSING
         raise CorruptionError(f"data block {i} is malformed", self.path)
 
     def decode_block(self, i: int) -> tuple[list[bytes], list[int], list[bytes]]:
@@ -224,7 +232,7 @@ class Table:
         """Check the CRC32C of every block of ``first..last`` not checked yet, if all of them are
         stored raw (then True: they can be decoded in place); False (nothing checked) when some
         block is compressed. Raises CorruptionError naming the first damaged block."""
-        todo = [i for i in range(first, last + 1) if not self._checked[i]]
+        todo = (np.flatnonzero(self._checked[first : last + 1] == 0) + first).tolist()
         if not todo:
             return True
         offs = np.array([self.offsets[i] for i in todo], np.int64)
@@ -244,8 +252,7 @@ class Table:
         bad = np.flatnonzero(np.array(crcs, np.int64) != stored)
         if bad.size:
             raise CorruptionError(f"data block at offset {int(offs[bad[0]])} fails its CRC32C", self.path)
-        for i in todo:
-            self._checked[i] = 1
+        self._checked[todo] = 1
         return True
 
     def num_blocks(self) -> int:
