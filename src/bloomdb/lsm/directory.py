@@ -97,8 +97,10 @@ class Directory:
             b = K.SLOTS + K.STRIDE * i
             kind, words, reserve, lines, k, parts = plans[i]
             mn, mx = r.info.min_key, r.info.max_key
-            d[b + 4 : b + 8] = (boff, len(mn), boff + len(mn), len(mx))
-            u64[b + 8 : b + 12] = (*prefix_words(mn), *prefix_words(mx))
+            u64[b + 4 : b + 6] = prefix_words(mn)
+            d[b + 6 : b + 8] = (boff, len(mn))
+            u64[b + 8 : b + 10] = prefix_words(mx)
+            d[b + 10 : b + 12] = (boff + len(mn), len(mx))
             boff += len(mn) + len(mx)
             if kind == K.PARTITIONED:
                 d[b + 1] = pt

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._lsm_kernels import _cmp, _tail_cmp, block_get
+from .._lsm_kernels import _cmp, _first_not_below, block_get, key_words
 
 ST_UNCHECKED = -2
 
@@ -25,13 +25,7 @@ def _prefix_words(data, off, skip):
     out = np.zeros(n, np.uint64)
     for i in range(n):
         a = off[i] + skip
-        e = min(a + 8, off[i + 1])
-        w = np.uint64(0)
-        for t in range(8):
-            w <<= np.uint64(8)
-            if a + t < e:
-                w |= np.uint64(data[a + t])
-        out[i] = w
+        out[i] = key_words(data, a, max(0, off[i + 1] - a))[0]
     return out
 
 
@@ -187,22 +181,22 @@ def encode_index(kdata, koff, lasts, offsets, sizes):
 
 
 def index_array(last_keys, offsets, sizes) -> np.ndarray:
-    """A table's index for :func:`table_get`, one int64 array: ``n``, then per block its offset,
-    size, the last key's two big-endian prefix words, its byte offset and length; then the
-    keys' bytes."""
+    """A table's index for :func:`table_get`, one int64 array: ``n``, then per block the last
+    key's two big-endian prefix words, its byte offset and length, the block's offset and size;
+    then the keys' bytes."""
     n = len(last_keys)
     head = 1 + 6 * n
     kb = b"".join(last_keys)
     a = np.zeros(head + (len(kb) + 7) // 8, np.int64)
     a[0] = n
     e = a[1:head].reshape(n, 6)
-    e[:, 0] = offsets
-    e[:, 1] = sizes
     padded = np.frombuffer(b"".join(k[:16].ljust(16, b"\0") for k in last_keys), ">u8").reshape(n, 2)
-    e[:, 2:4] = padded.astype(np.uint64).view(np.int64)
+    e[:, 0:2] = padded.astype(np.uint64).view(np.int64)
     lens = np.fromiter(map(len, last_keys), np.int64, n)
-    e[:, 5] = lens
-    e[:, 4] = 8 * head + np.concatenate(([0], np.cumsum(lens)[:-1]))
+    e[:, 2] = 8 * head + np.concatenate(([0], np.cumsum(lens)[:-1]))
+    e[:, 3] = lens
+    e[:, 4] = offsets
+    e[:, 5] = sizes
     a.view(np.uint8)[8 * head : 8 * head + len(kb)] = np.frombuffer(kb, np.uint8)
     return a
 
@@ -215,38 +209,12 @@ def table_get(buf, index, checked, key, snap):
     been checked yet (``checked[block] == 0``: Python checks it and searches)."""
     n = index[0]
     klen = len(key)
-    k0 = np.uint64(0)
-    k1 = np.uint64(0)
-    for t in range(8):
-        k0 <<= np.uint64(8)
-        k1 <<= np.uint64(8)
-        if t < klen:
-            k0 |= np.uint64(key[t])
-        if 8 + t < klen:
-            k1 |= np.uint64(key[8 + t])
-    u64 = index.view(np.uint64)
-    kb = index.view(np.uint8)
-    lo = 0
-    hi = n
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        e = 1 + 6 * mid
-        w0 = u64[e + 2]
-        w1 = u64[e + 3]
-        if w0 != k0:
-            r = -1 if w0 < k0 else 1
-        elif w1 != k1:
-            r = -1 if w1 < k1 else 1
-        else:
-            r = _tail_cmp(kb, index[e + 4], index[e + 5], key, 0, klen)
-        if r < 0:
-            lo = mid + 1
-        else:
-            hi = mid
+    k0, k1 = key_words(key, 0, klen)
+    lo = _first_not_below(index, index.view(np.uint64), index.view(np.uint8), key, 0, klen, k0, k1, 1, 6, n)
     if lo == n:
         return 0, lo, 0, 0
     if checked[lo] == 0:
         return ST_UNCHECKED, lo, 0, 0
     e = 1 + 6 * lo
-    st, vo, vl = block_get(buf, index[e], index[e + 1], key, snap)
+    st, vo, vl = block_get(buf, index[e + 4], index[e + 5], key, snap)
     return st, lo, vo, vl
