@@ -382,65 +382,6 @@ def block_get(buf, start, size, key, snap):
 
 
 @njit(cache=True, nogil=True)
-def block_decode(buf, start, size):
-    """All entries of a block: ``(ok, user keys data, key offsets, trailers, value offsets, value lengths)``.
-
-    Value offsets point into ``buf``. ``ok`` is False for a malformed block.
-    """
-    nr, rpos = _restarts(buf, start, size)
-    cap = max(size // 3, 1)
-    kdata = np.empty(size * 2 + 16, np.uint8)
-    koff = np.zeros(cap + 1, np.int64)
-    trailers = np.empty(cap, np.uint64)
-    voffs = np.empty(cap, np.int64)
-    vlens = np.empty(cap, np.int64)
-    scratch = np.empty(size + 8, np.uint8)
-    if nr < 0:
-        return False, kdata, koff[:1], trailers[:0], voffs[:0], vlens[:0]
-    end = rpos
-    p = start
-    n = 0
-    klen = 0
-    kpos = 0
-    while p < end:
-        shared, p = _varint(buf, p, end)
-        if p < 0:
-            break
-        unshared, p = _varint(buf, p, end)
-        if p < 0:
-            break
-        vlen, p = _varint(buf, p, end)
-        if p < 0 or shared > klen or p + unshared + vlen > end or shared + unshared < 8 or n >= cap:
-            p = -1
-            break
-        if shared + unshared > scratch.shape[0]:
-            p = -1
-            break
-        scratch[shared : shared + unshared] = buf[p : p + unshared]
-        klen = shared + unshared
-        p += unshared
-        uk = klen - 8
-        if kpos + uk > kdata.shape[0]:
-            grown = np.empty(max(kdata.shape[0] * 2, kpos + uk), np.uint8)
-            grown[:kpos] = kdata[:kpos]
-            kdata = grown
-        kdata[kpos : kpos + uk] = scratch[:uk]
-        kpos += uk
-        tr = np.uint64(0)
-        for i in range(8):
-            tr |= np.uint64(scratch[uk + i]) << np.uint64(8 * i)
-        trailers[n] = tr
-        voffs[n] = p
-        vlens[n] = vlen
-        n += 1
-        koff[n] = kpos
-        p += vlen
-    if p != end:
-        return False, kdata, koff[:1], trailers[:0], voffs[:0], vlens[:0]
-    return True, kdata[:kpos], koff[: n + 1], trailers[:n], voffs[:n], vlens[:n]
-
-
-@njit(cache=True, nogil=True)
 def _put_varint(out, p, v):
     while v >= 128:
         out[p] = np.uint8((v & 0x7F) | 0x80)

@@ -2,9 +2,10 @@
 
 ``latest`` maps a key to its newest ``(seq, value)`` (``value is None`` = tombstone) so a point
 read is one dict lookup; ``keys`` (a ``sortedcontainers.SortedList``) keeps the distinct keys in
-bytewise order for scans and flushes -- new keys are appended to ``pending`` by writers (O(1))
-and merged into ``keys`` in one ``SortedList.update`` by the next scan or flush; ``history`` keeps superseded versions, but only while a
-snapshot is live (nobody else can see them). Writers hold the store's lock; readers do not lock:
+bytewise order for scans -- new keys are appended to ``pending`` by writers (O(1)) and merged
+into ``keys`` in one ``SortedList.update`` by the next scan; a flush does not use it (it sorts
+the packed keys in a numba kernel, :meth:`MemTable.table_arrays`); ``history`` keeps superseded
+versions, but only while a snapshot is live (nobody else can see them). Writers hold the store's lock; readers do not lock:
 a dict read is atomic under the GIL, and scans copy their range under the store's lock.
 """
 

@@ -195,18 +195,6 @@ class Table:
                 return MISSING
         raise CorruptionError(f"data block {i} is malformed", self.path)
 
-    def decode_block(self, i: int) -> tuple[list[bytes], list[int], list[bytes]]:
-        """All entries of block ``i``: user keys, trailers (``seq << 8 | type``), values."""
-        arr, raw, off, size = self.block(i)
-        ok, kdata, koff, trailers, voffs, vlens = K.block_decode(arr, off, size)
-        if not ok:
-            raise CorruptionError(f"data block {i} is malformed", self.path)
-        kb = kdata.tobytes()
-        ko = koff.tolist()
-        keys = [kb[ko[j] : ko[j + 1]] for j in range(len(ko) - 1)]
-        values = [raw[a : a + b] for a, b in zip(voffs.tolist(), vlens.tolist())]
-        return keys, trailers.tolist(), values
-
     def decode_arrays(self, first: int = 0, last: int | None = None):
         """Entries of blocks ``first..last`` (default: all) as packed arrays ``(kdata, koff,
         trailers, vdata, voff)`` (values copied): the input of compactions and scans. Each block
