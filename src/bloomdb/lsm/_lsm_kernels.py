@@ -513,7 +513,7 @@ def _head(buf, p, end):
 
 
 @njit(cache=True, nogil=True)
-def _decoded_sizes(buf, offs, sizes):
+def decoded_sizes(buf, offs, sizes):
     """Check the entry headers of the blocks and size their decoded form: ``(entries, user key
     bytes, value bytes)``, or ``(-1, 0, 0)`` for a malformed block."""
     n = 0
@@ -542,11 +542,11 @@ def decode_blocks(buf, offs, sizes):
     """Decode many data blocks of ``buf`` into packed arrays with the values copied out:
     ``(ok, kdata, koff, trailers, vdata, voff)`` (``ok`` False: a malformed block).
 
-    Two passes: :func:`_decoded_sizes` parses the entry headers only (and checks them) to size
-    the outputs exactly, then the copy. Allocating exact sizes matters: over-sized outputs of a whole
-    table cost page faults that made decoding 4x slower.
+    Two passes: :func:`decoded_sizes` parses the entry headers only (and checks them) to size
+    the outputs exactly, then :func:`decode_into` copies. Allocating exact sizes matters:
+    over-sized outputs of a whole table cost page faults that made decoding 4x slower.
     """
-    n, kb, vb = _decoded_sizes(buf, offs, sizes)
+    n, kb, vb = decoded_sizes(buf, offs, sizes)
     if n < 0:
         e8 = np.zeros(0, np.uint8)
         return False, e8, np.zeros(1, np.int64), np.zeros(0, np.uint64), e8, np.zeros(1, np.int64)
@@ -557,15 +557,24 @@ def decode_blocks(buf, offs, sizes):
     voff = np.empty(n + 1, np.int64)
     koff[0] = 0
     voff[0] = 0
+    decode_into(buf, offs, sizes, kdata, koff, trailers, vdata, voff, 0)
+    return True, kdata, koff, trailers, vdata, voff
+
+
+@njit(cache=True, nogil=True)
+def decode_into(buf, offs, sizes, kdata, koff, trailers, vdata, voff, first):
+    """Decode blocks checked by :func:`decoded_sizes` into the outputs from entry ``first``
+    (``koff[first]``/``voff[first]`` already hold where its key and value bytes start): several
+    tables' entries decoded back to back without a concatenation."""
     scratch = np.empty(1024, np.uint8)
-    i = 0
-    kpos = 0
-    vpos = 0
+    i = first
+    kpos = koff[first]
+    vpos = voff[first]
     for b in range(offs.shape[0]):
         rpos = _restarts(buf, offs[b], sizes[b])[1]
         p = offs[b]
         while p < rpos:
-            shared, unshared, vlen, p = _head(buf, p, rpos)  # checked by _decoded_sizes
+            shared, unshared, vlen, p = _head(buf, p, rpos)  # checked by decoded_sizes
             klen = shared + unshared
             if klen > scratch.shape[0]:
                 grown = np.empty(2 * klen, np.uint8)
@@ -588,7 +597,6 @@ def decode_blocks(buf, offs, sizes):
             i += 1
             koff[i] = kpos
             voff[i] = vpos
-    return True, kdata, koff, trailers, vdata, voff
 
 
 @njit(cache=True, nogil=True)

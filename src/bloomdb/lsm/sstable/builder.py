@@ -149,7 +149,8 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
     parts.append(encode_footer(h))
     f = fs.open_append(path)
     try:
-        f.write(b"".join(parts))
+        for part in parts:  # one write each: no joined copy of the table (held the GIL)
+            f.write(part)
         if sync:
             f.sync()
     finally:

@@ -250,6 +250,36 @@ class Table:
         return bisect_left(self.last_keys, key)
 
 
+def decode_tables(tables) -> tuple[tuple, list[int]]:
+    """Every entry of ``tables``, one after the other, as one packed ``(kdata, koff, trailers,
+    vdata, voff)``, and each table's entry count: the input of a compaction. Raw tables are
+    decoded straight into one set of arrays sized by a first pass (no concatenation holding the
+    GIL); compressed ones go through :meth:`Table.decode_arrays`."""
+    if not all(t._check_raw(0, t.num_blocks() - 1) for t in tables):
+        parts = [t.decode_arrays() for t in tables]
+        return concat_packed(parts), [len(p[2]) for p in parts]
+    plans = []
+    n = kb = vb = 0
+    for t in tables:
+        offs = np.array(t.offsets, np.int64)
+        sizes = np.array(t.sizes, np.int64)
+        m, k, v = K.decoded_sizes(t._arr, offs, sizes)
+        if m < 0:
+            raise CorruptionError("a data block is malformed", t.path)
+        plans.append((t, offs, sizes, n, m))
+        n += m
+        kb += k
+        vb += v
+    kdata = np.empty(kb, np.uint8)
+    koff = np.zeros(n + 1, np.int64)
+    trailers = np.empty(n, np.uint64)
+    vdata = np.empty(vb, np.uint8)
+    voff = np.zeros(n + 1, np.int64)
+    for t, offs, sizes, first, _ in plans:
+        K.decode_into(t._arr, offs, sizes, kdata, koff, trailers, vdata, voff, first)
+    return (kdata, koff, trailers, vdata, voff), [p[4] for p in plans]
+
+
 def concat_packed(parts):
     """Concatenate ``(kdata, koff, trailers, vdata, voff)`` tuples into one."""
     if len(parts) == 1:
