@@ -46,4 +46,5 @@ def run(args: argparse.Namespace) -> int:
 
 def _warmup(B) -> None:
     """Run every phase on a tiny store so JIT compilation stays out of the timings."""
+    B.warmup()
     B.run_engine("bloomdb", list(B.PHASES + B.EXTRA_PHASES), 2000, "blocked:10", False)

@@ -1,6 +1,7 @@
 """numba kernels of the LSM store: the all-tables filter probe and the data-block codec.
 
-Probe directory (``meta``, int64) -- one array per store version, built by :mod:`bloomdb.lsm.probe`::
+Probe directory (``meta``, int64) -- one array per store version, built by
+:mod:`bloomdb.lsm.directory`::
 
     meta[0]              number of L0 slots (slots 0 .. n0-1, newest table first)
     meta[1]              number of further levels described below (L1, L2, ...)
@@ -11,15 +12,21 @@ Probe directory (``meta``, int64) -- one array per store version, built by :mod:
     meta[C_POSITIVE]     counter: probes that said "may contain"
     meta[W32_BASE]       32-bit index where the filter words start (same array, viewed as uint32)
     meta[BYTE_BASE]      byte index where the key bounds start (same array, viewed as uint8)
-    meta[SLOTS + 8s ..]  slot s: kind, word offset, lines, k, min key offset, min key length,
-                         max key offset, max key length (offsets into ``bounds``, a uint8 array
-                         holding every slot's smallest and largest user key)
+    meta[SLOTS + 12s ..] slot s: kind, word offset (or partition table index), lines (or
+                         partition count, or words reserved), k, then for the min key and the
+                         max key each: its two big-endian prefix words (read as uint64), its
+                         byte offset into the array and its length
+    partition entry      (``PSTRIDE`` words, for kind PARTITIONED) last key's two prefix words,
+                         last key offset, length, state, word offset, lines (or words
+                         reserved), k
 
-``kind`` is 0 for a table without a usable filter (none, or damaged: fail open), 1 for a
-``blocked`` filter whose words start at 32-bit index ``offset``, 2 for a filter of another family
-(the kernel answers "may contain"; Python asks that family). A slot is a candidate only when
-``min key <= key <= max key`` (full bytewise comparison), so a lookup probes at most one table
-per level below L0.
+Slot kinds: NONE (no usable filter: none, or damaged -- fail open, not counted), BLOCKED (a
+``blocked`` filter's words at 32-bit index ``offset``), OTHER (another family: Python asks it),
+LAZY (the filter is not read yet: Python reads it on this first lookup, see
+:mod:`bloomdb.lsm.directory`), PARTITIONED (per-partition states P_LAZY, P_LOADED, P_OTHER,
+P_DAMAGED; the kernel finds the partition by its last key). The probe returns ``-slot - 2`` for
+"Python decides". A slot is a candidate only when ``min key <= key <= max key`` (full bytewise
+comparison), so a lookup probes at most one table per level below L0.
 
 Data block (see docs/formats.md): entries ``varint shared, varint unshared, varint vlen,
 key[shared:], value`` over internal keys (user key + 8-byte little-endian ``seq << 8 | type``),
@@ -36,7 +43,10 @@ from numba import njit
 from ..hashing._kernels import xxh3_64_bytes
 
 SLOTS = 24
-STRIDE = 8
+STRIDE = 12
+PSTRIDE = 8
+NONE, BLOCKED, OTHER, LAZY, PARTITIONED = 0, 1, 2, 3, 4  # slot kinds
+P_LAZY, P_LOADED, P_OTHER, P_DAMAGED = 0, 1, 2, 3  # partition states
 MAX_LEVELS = 9
 C_CHECKS = 20
 C_USEFUL = 21
@@ -65,13 +75,72 @@ def _cmp(a, astart, alen, b, bstart, blen):
 
 
 @njit(cache=True, nogil=True)
-def _probe(meta, words, bounds, h, key, kstart, klen, start):
-    """The probe loop. Written as one function with inline loops on purpose: every call of a
-    helper taking arrays costs numba an atomic incref/decref pair per array, which made this
-    loop 5x slower than the work it does."""
+def key_words(key, kstart, klen):
+    """Bytes 0..8 and 8..16 of ``key[kstart:kstart+klen]`` as big-endian uint64 words
+    (zero-padded): comparing these, then :func:`_tail_cmp` on ties, is bytewise order."""
+    k0 = np.uint64(0)
+    k1 = np.uint64(0)
+    for t in range(8):
+        k0 <<= np.uint64(8)
+        k1 <<= np.uint64(8)
+        if t < klen:
+            k0 |= np.uint64(key[kstart + t])
+        if 8 + t < klen:
+            k1 |= np.uint64(key[kstart + 8 + t])
+    return k0, k1
+
+
+@njit(cache=True, nogil=True)
+def _wcmp(w0, w1, k0, k1):
+    """Compare a bound's prefix words ``(w0, w1)`` with a key's ``(k0, k1)``: -1, 1, or 2 for
+    a tie (then :func:`_tail_cmp` decides). Scalars only: free to call from the probe loop."""
+    if w0 != k0:
+        return -1 if w0 < k0 else 1
+    if w1 != k1:
+        return -1 if w1 < k1 else 1
+    return 2
+
+
+@njit(cache=True, nogil=True)
+def _tail_cmp(a, astart, alen, b, bstart, blen):
+    """Compare two keys whose zero-padded 16-byte prefixes are equal: -1, 0, 1."""
+    if alen <= 16 or blen <= 16:
+        return 0 if alen == blen else (-1 if alen < blen else 1)
+    return _cmp(a, astart + 16, alen - 16, b, bstart + 16, blen - 16)
+
+
+@njit(cache=True, nogil=True)
+def _first_not_below(meta, u64, bounds, key, kstart, klen, k0, k1, first, stride, count):
+    """Binary search over ``count`` entries of ``stride`` words from ``first``, each starting
+    with a bound's two prefix words followed by its byte offset and length: the first entry
+    whose bound is ``>= key`` (``count`` if none)."""
+    lo = 0
+    hi = count
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        e = first + mid * stride
+        r = _wcmp(u64[e], u64[e + 1], k0, k1)
+        if r == 2:
+            r = _tail_cmp(bounds, meta[e + 2], meta[e + 3], key, kstart, klen)
+        if r < 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def _probe(meta, u64, words, bounds, h, key, kstart, klen, start):
+    """The probe loop. The filter check is written inline (an earlier version with helper
+    calls taking arrays was 5x slower than the work it does); the bound searches share
+    :func:`_first_not_below` (measured: no slower than inline at 1M keys).
+
+    Key comparisons go by the two big-endian prefix words first (``k0``, ``k1`` of the key
+    against the words stored per bound): one or two integer compares instead of a byte loop."""
     n0 = meta[0]
     nlev = meta[1]
     g0 = h >> np.uint64(32)
+    k0, k1 = key_words(key, kstart, klen)
     # slot order: L0 slots newest first, then for each level the one table whose range may hold key
     j = -1  # -1: L0, else level index
     s = start
@@ -90,64 +159,52 @@ def _probe(meta, words, bounds, h, key, kstart, klen, start):
             j += 1
             if c == 0 or s0 + c <= start:
                 continue
-            lo = 0
-            hi = c
-            while lo < hi:  # first table whose max key >= key
-                mid = (lo + hi) >> 1
-                b = SLOTS + (s0 + mid) * STRIDE
-                bo = meta[b + 6]
-                bl = meta[b + 7]
-                r = 0
-                for t in range(min(bl, klen)):
-                    x = bounds[bo + t]
-                    y = key[kstart + t]
-                    if x != y:
-                        r = -1 if x < y else 1
-                        break
-                if r == 0 and bl != klen:
-                    r = -1 if bl < klen else 1
-                if r < 0:
-                    lo = mid + 1
-                else:
-                    hi = mid
-            cand = s0 + lo
+            # first table whose max key >= key
+            cand = s0 + _first_not_below(meta, u64, bounds, key, kstart, klen, k0, k1, SLOTS + s0 * STRIDE + 8, STRIDE, c)
             if cand < start or cand >= s0 + c:
                 continue
         base = SLOTS + cand * STRIDE
         # key >= min key ?
-        bo = meta[base + 4]
-        bl = meta[base + 5]
-        r = 0
-        for t in range(min(bl, klen)):
-            x = key[kstart + t]
-            y = bounds[bo + t]
-            if x != y:
-                r = -1 if x < y else 1
-                break
-        if r == 0 and bl != klen:
-            r = -1 if klen < bl else 1
+        r = -_wcmp(u64[base + 4], u64[base + 5], k0, k1)
+        if r == -2:
+            r = _tail_cmp(key, kstart, klen, bounds, meta[base + 6], meta[base + 7])
         if r < 0:
             continue
         # key <= max key ?
-        bo = meta[base + 6]
-        bl = meta[base + 7]
-        r = 0
-        for t in range(min(bl, klen)):
-            x = key[kstart + t]
-            y = bounds[bo + t]
-            if x != y:
-                r = -1 if x < y else 1
-                break
-        if r == 0 and bl != klen:
-            r = -1 if klen < bl else 1
+        r = -_wcmp(u64[base + 8], u64[base + 9], k0, k1)
+        if r == -2:
+            r = _tail_cmp(key, kstart, klen, bounds, meta[base + 10], meta[base + 11])
         if r > 0:
             continue
-        if meta[base] != 1:
-            return cand  # no usable filter here (none, damaged, or another family): may contain
+        kind = meta[base]
+        if kind == NONE:
+            return cand  # no usable filter (none, or damaged: fail open)
+        if kind == OTHER or kind == LAZY:
+            return -cand - 2  # Python asks (another family) or loads the filter first
+        if kind == PARTITIONED:
+            pt = meta[base + 1]
+            # first partition whose last key >= key
+            lo = _first_not_below(meta, u64, bounds, key, kstart, klen, k0, k1, pt, PSTRIDE, meta[base + 2])
+            if lo == meta[base + 2]:  # beyond the last partition: not here
+                meta[C_CHECKS] += 1
+                meta[C_USEFUL] += 1
+                continue
+            e = pt + lo * PSTRIDE
+            st = meta[e + 4]
+            if st == P_DAMAGED:
+                return cand
+            if st != P_LOADED:
+                return -cand - 2
+            woff = meta[e + 5]
+            nlines = meta[e + 6]
+            k = meta[e + 7]
+        else:
+            woff = meta[base + 1]
+            nlines = meta[base + 2]
+            k = meta[base + 3]
         meta[C_CHECKS] += 1
-        lines = np.uint64(meta[base + 2])
-        w = (((h & np.uint64(0xFFFFFFFF)) * lines) >> np.uint64(32)) * np.uint64(16) + np.uint64(meta[base + 1])
-        k = meta[base + 3]
+        lines = np.uint64(nlines)
+        w = (((h & np.uint64(0xFFFFFFFF)) * lines) >> np.uint64(32)) * np.uint64(16) + np.uint64(woff)
         g = g0
         ok = True
         done = 0
@@ -182,7 +239,9 @@ def _probe(meta, words, bounds, h, key, kstart, klen, start):
 
 @njit(cache=True, nogil=True)
 def probe(directory, key, start):
-    """First slot ``>= start`` that may hold ``key`` (range and filter), or -1. One hash per call.
+    """First slot ``>= start`` that may hold ``key`` (range and filter), ``-1`` when none, or
+    ``-slot - 2`` when Python must decide for ``slot`` (a filter to load, or of another family:
+    :meth:`directory.Directory.check`). One hash per call.
 
     ``directory`` is the whole probe structure in one int64 array (fewer arguments: numba's
     dispatch costs ~0.1 us per array argument): the ``meta`` words, then the filters' 32-bit
@@ -190,19 +249,20 @@ def probe(directory, key, start):
     ``directory[BYTE_BASE]``; the offsets stored in ``meta`` are already absolute.
     """
     n = len(key)
-    return _probe(directory, directory.view(np.uint32), directory.view(np.uint8),
+    return _probe(directory, directory.view(np.uint64), directory.view(np.uint32), directory.view(np.uint8),
                   xxh3_64_bytes(key, 0, n), key, 0, n, start)
 
 
 @njit(cache=True, nogil=True)
 def probe_many(directory, data, offsets, out):
     """``out[i]`` = :func:`probe` of key ``i`` (Arrow layout) from slot 0."""
+    u64 = directory.view(np.uint64)
     words = directory.view(np.uint32)
     bounds = directory.view(np.uint8)
     for i in range(offsets.shape[0] - 1):
         s = offsets[i]
         n = offsets[i + 1] - s
-        out[i] = _probe(directory, words, bounds, xxh3_64_bytes(data, s, n), data, s, n, 0)
+        out[i] = _probe(directory, u64, words, bounds, xxh3_64_bytes(data, s, n), data, s, n, 0)
 
 
 # ------------------------------------------------------------------------------------------
@@ -303,8 +363,7 @@ def block_get(buf, start, size, key, snap):
             return ST_CORRUPT, 0, 0
         if shared + unshared > size:
             return ST_CORRUPT, 0, 0
-        for i in range(unshared):
-            scratch[shared + i] = buf[p + i]
+        scratch[shared : shared + unshared] = buf[p : p + unshared]
         klen = shared + unshared
         p += unshared
         c = _cmp_user(scratch, 0, klen - 8, key)
@@ -320,67 +379,6 @@ def block_get(buf, start, size, key, snap):
                 return ST_DELETED, p, 0
         p += vlen
     return ST_MISSING, 0, 0
-
-
-@njit(cache=True, nogil=True)
-def block_decode(buf, start, size):
-    """All entries of a block: ``(ok, user keys data, key offsets, trailers, value offsets, value lengths)``.
-
-    Value offsets point into ``buf``. ``ok`` is False for a malformed block.
-    """
-    nr, rpos = _restarts(buf, start, size)
-    cap = max(size // 3, 1)
-    kdata = np.empty(size * 2 + 16, np.uint8)
-    koff = np.zeros(cap + 1, np.int64)
-    trailers = np.empty(cap, np.uint64)
-    voffs = np.empty(cap, np.int64)
-    vlens = np.empty(cap, np.int64)
-    scratch = np.empty(size + 8, np.uint8)
-    if nr < 0:
-        return False, kdata, koff[:1], trailers[:0], voffs[:0], vlens[:0]
-    end = rpos
-    p = start
-    n = 0
-    klen = 0
-    kpos = 0
-    while p < end:
-        shared, p = _varint(buf, p, end)
-        if p < 0:
-            break
-        unshared, p = _varint(buf, p, end)
-        if p < 0:
-            break
-        vlen, p = _varint(buf, p, end)
-        if p < 0 or shared > klen or p + unshared + vlen > end or shared + unshared < 8 or n >= cap:
-            p = -1
-            break
-        if shared + unshared > scratch.shape[0]:
-            p = -1
-            break
-        for i in range(unshared):
-            scratch[shared + i] = buf[p + i]
-        klen = shared + unshared
-        p += unshared
-        uk = klen - 8
-        if kpos + uk > kdata.shape[0]:
-            grown = np.empty(max(kdata.shape[0] * 2, kpos + uk), np.uint8)
-            grown[:kpos] = kdata[:kpos]
-            kdata = grown
-        for i in range(uk):
-            kdata[kpos + i] = scratch[i]
-        kpos += uk
-        tr = np.uint64(0)
-        for i in range(8):
-            tr |= np.uint64(scratch[uk + i]) << np.uint64(8 * i)
-        trailers[n] = tr
-        voffs[n] = p
-        vlens[n] = vlen
-        n += 1
-        koff[n] = kpos
-        p += vlen
-    if p != end:
-        return False, kdata, koff[:1], trailers[:0], voffs[:0], vlens[:0]
-    return True, kdata[:kpos], koff[: n + 1], trailers[:n], voffs[:n], vlens[:n]
 
 
 @njit(cache=True, nogil=True)
@@ -447,9 +445,8 @@ def encode_blocks(kdata, koff, trailers, vdata, voff, block_size, restart_interv
         for j in range(shared, klen):
             out[p] = cur[j]
             p += 1
-        for j in range(vlen):
-            out[p] = vdata[vs + j]
-            p += 1
+        out[p : p + vlen] = vdata[vs : vs + vlen]
+        p += vlen
         count += 1
         prev, cur = cur, prev
         prev_len = klen
@@ -502,69 +499,104 @@ def first_of_key(kdata, koff):
 
 
 @njit(cache=True, nogil=True)
+def _head(buf, p, end):
+    """An entry's three varints: ``(shared, unshared, value length, next position)``; next
+    position -1 when they run past ``end``."""
+    shared, p = _varint(buf, p, end)
+    if p < 0:
+        return 0, 0, 0, -1
+    unshared, p = _varint(buf, p, end)
+    if p < 0:
+        return 0, 0, 0, -1
+    vlen, p = _varint(buf, p, end)
+    return shared, unshared, vlen, p
+
+
+@njit(cache=True, nogil=True)
+def decoded_sizes(buf, offs, sizes):
+    """Check the entry headers of the blocks and size their decoded form: ``(entries, user key
+    bytes, value bytes)``, or ``(-1, 0, 0)`` for a malformed block."""
+    n = 0
+    kb = 0
+    vb = 0
+    for b in range(offs.shape[0]):
+        nr, rpos = _restarts(buf, offs[b], sizes[b])
+        if nr < 0:
+            return -1, 0, 0
+        p = offs[b]
+        klen = 0
+        while p < rpos:
+            shared, unshared, vlen, p = _head(buf, p, rpos)
+            if p < 0 or shared > klen or p + unshared + vlen > rpos or shared + unshared < 8:
+                return -1, 0, 0
+            klen = shared + unshared
+            kb += klen - 8
+            vb += vlen
+            n += 1
+            p += unshared + vlen
+    return n, kb, vb
+
+
+@njit(cache=True, nogil=True)
 def decode_blocks(buf, offs, sizes):
     """Decode many data blocks of ``buf`` into packed arrays with the values copied out:
-    ``(ok, kdata, koff, trailers, vdata, voff)`` (``ok`` False: a malformed block)."""
-    total = 0
+    ``(ok, kdata, koff, trailers, vdata, voff)`` (``ok`` False: a malformed block).
+
+    Two passes: :func:`decoded_sizes` parses the entry headers only (and checks them) to size
+    the outputs exactly, then :func:`decode_into` copies. Allocating exact sizes matters:
+    over-sized outputs of a whole table cost page faults that made decoding 4x slower.
+    """
+    n, kb, vb = decoded_sizes(buf, offs, sizes)
+    if n < 0:
+        e8 = np.zeros(0, np.uint8)
+        return False, e8, np.zeros(1, np.int64), np.zeros(0, np.uint64), e8, np.zeros(1, np.int64)
+    kdata = np.empty(kb, np.uint8)
+    koff = np.empty(n + 1, np.int64)
+    trailers = np.empty(n, np.uint64)
+    vdata = np.empty(vb, np.uint8)
+    voff = np.empty(n + 1, np.int64)
+    koff[0] = 0
+    voff[0] = 0
+    decode_into(buf, offs, sizes, kdata, koff, trailers, vdata, voff, 0)
+    return True, kdata, koff, trailers, vdata, voff
+
+
+@njit(cache=True, nogil=True)
+def decode_into(buf, offs, sizes, kdata, koff, trailers, vdata, voff, first):
+    """Decode blocks checked by :func:`decoded_sizes` into the outputs from entry ``first``
+    (``koff[first]``/``voff[first]`` already hold where its key and value bytes start): several
+    tables' entries decoded back to back without a concatenation."""
+    scratch = np.empty(1024, np.uint8)
+    i = first
+    kpos = koff[first]
+    vpos = voff[first]
     for b in range(offs.shape[0]):
-        total += sizes[b]
-    cap = total // 3 + 1
-    kdata = np.empty(total * 2 + 16, np.uint8)
-    koff = np.zeros(cap + 1, np.int64)
-    trailers = np.empty(cap, np.uint64)
-    vdata = np.empty(total + 1, np.uint8)
-    voff = np.zeros(cap + 1, np.int64)
-    scratch = np.empty(total + 16, np.uint8)
-    n = 0
-    kpos = 0
-    vpos = 0
-    for b in range(offs.shape[0]):
-        start = offs[b]
-        size = sizes[b]
-        nr, rpos = _restarts(buf, start, size)
-        if nr < 0:
-            return False, kdata[:0], koff[:1], trailers[:0], vdata[:0], voff[:1]
-        end = rpos
-        p = start
-        klen = 0
-        while p < end:
-            shared, p = _varint(buf, p, end)
-            if p < 0:
-                break
-            unshared, p = _varint(buf, p, end)
-            if p < 0:
-                break
-            vlen, p = _varint(buf, p, end)
-            if (p < 0 or shared > klen or p + unshared + vlen > end or shared + unshared < 8
-                    or shared + unshared > size or n >= cap):
-                p = -1
-                break
-            for i in range(unshared):
-                scratch[shared + i] = buf[p + i]
+        rpos = _restarts(buf, offs[b], sizes[b])[1]
+        p = offs[b]
+        while p < rpos:
+            shared, unshared, vlen, p = _head(buf, p, rpos)  # checked by decoded_sizes
             klen = shared + unshared
+            if klen > scratch.shape[0]:
+                grown = np.empty(2 * klen, np.uint8)
+                grown[:shared] = scratch[:shared]
+                scratch = grown
+            for t in range(unshared):
+                scratch[shared + t] = buf[p + t]
             p += unshared
             uk = klen - 8
-            if kpos + uk > kdata.shape[0]:
-                grown = np.empty(max(kdata.shape[0] * 2, kpos + uk), np.uint8)
-                grown[:kpos] = kdata[:kpos]
-                kdata = grown
-            for i in range(uk):
-                kdata[kpos + i] = scratch[i]
+            for t in range(uk):
+                kdata[kpos + t] = scratch[t]
             kpos += uk
             tr = np.uint64(0)
-            for i in range(8):
-                tr |= np.uint64(scratch[uk + i]) << np.uint64(8 * i)
-            trailers[n] = tr
-            for i in range(vlen):
-                vdata[vpos + i] = buf[p + i]
+            for t in range(8):
+                tr |= np.uint64(scratch[uk + t]) << np.uint64(8 * t)
+            trailers[i] = tr
+            vdata[vpos : vpos + vlen] = buf[p : p + vlen]
             vpos += vlen
             p += vlen
-            n += 1
-            koff[n] = kpos
-            voff[n] = vpos
-        if p != end:
-            return False, kdata[:0], koff[:1], trailers[:0], vdata[:0], voff[:1]
-    return True, kdata[:kpos], koff[: n + 1], trailers[:n], vdata[:vpos], voff[: n + 1]
+            i += 1
+            koff[i] = kpos
+            voff[i] = vpos
 
 
 @njit(cache=True, nogil=True)
@@ -632,8 +664,7 @@ def gather(data, off, idx):
     for j in range(idx.shape[0]):
         a = off[idx[j]]
         b = off[idx[j] + 1]
-        for t in range(b - a):
-            out[p + t] = data[a + t]
+        out[p : p + b - a] = data[a:b]
         p += b - a
         o[j + 1] = p
     return out, o

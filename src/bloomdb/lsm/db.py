@@ -14,14 +14,11 @@ keep working) -- after a failed fsync the file's state is unknown, so nothing ma
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import os
 import re
 import threading
 import weakref
 from collections import Counter
-from operator import itemgetter
 from typing import Any, Iterator
 
 import numpy as np
@@ -30,17 +27,18 @@ from ..errors import BloomDBError, CorruptionError, InvalidArgument, KeyTypeErro
 from ..hashing import hash64 as _xxh3  # XXH3-64 seed 0: the filters' hash
 from . import _lsm_kernels as K
 from . import manifest as mf
-from . import wal
+from . import scan, wal
 from .compaction import executor, policy
 from .fs import RealFS
 from .memtable import MemTable
 from .options import MAX_LEVELS, Options
-from .sstable import DELETED, MISSING, Table, build_table
+from .sstable import DELETED, MISSING, Table
+from .sstable.builder import build_table_arrays, pack_bytes
 from .sstable.reader import BlockCache
 from .version import TableRef, Version
 
 MAX_SEQ = (1 << 56) - 1
-_PUT1 = wal._PUT1
+_PUT_HEAD = wal.PUT_HEAD
 _U32 = wal._U32
 _crc = wal._crc.crc32c
 _TABLE_RE = re.compile(r"^(\d+)\.sst$")
@@ -142,6 +140,7 @@ class DB:
         self._cond = threading.Condition(self._lock)
         self._compaction_lock = threading.Lock()
         self._snapshots: Counter = Counter()
+        self._keep_old = False  # a snapshot is live: memtables keep the versions they replace
         self._bg_error: BaseException | None = None
         self._closed = False
         self._closing = False
@@ -150,6 +149,8 @@ class DB:
         self._compact_pointers: dict[int, bytes] = {}
         self._manual_pending = False
         self._stats = Counter()
+        self._blocks_read = 0  # plain attributes, not counters: they are updated on every read
+        self._true_positive = 0
         self._probe_base = np.zeros(3, np.int64)
         self._lockfile = None
         fs = self._fs
@@ -266,13 +267,13 @@ class DB:
         self._fs.write_atomic(self._file("MANIFEST"), mf.encode(state))
 
     def _write_table(self, mem: MemTable, level: int) -> TableRef:
-        keys, trs, vals = mem.table_entries()
+        kd, ko, trs, vd, vo = mem.table_arrays()
         number = self._new_file_number()
         p = executor.table_path(self.path, number)
         last = all(not self._version.levels[i] for i in range(1, MAX_LEVELS))
         o = self.options
-        info = build_table(self._fs, p, number, keys, trs, vals, o.filter_for(level, last), o.block_size,
-                           o.restart_interval, o.compression, partition_blocks=o.partition_blocks())
+        info = build_table_arrays(self._fs, p, number, kd, ko, trs, vd, vo, o.filter_for(level, last), o.block_size,
+                                  o.restart_interval, o.compression, partition_blocks=o.partition_blocks())
         self._stats["bytes_flushed"] += info.file_size
         return TableRef(level, info, Table(self._fs, p, number, self._cache))
 
@@ -328,16 +329,18 @@ class DB:
                 mem = self._mem
             seq = self._seq + 1
             # wal.encode_put, inlined: this is the hot path of every unbatched write
-            payload = b"".join((_PUT1.pack(seq, 1, 1, len(key)), key, _U32.pack(len(value)), value))
-            n = _U32.pack(len(payload))
-            record = b"".join((_U32.pack(_crc(payload, _crc(n))), n, payload))
+            body = b"".join((_PUT_HEAD.pack(21 + len(key) + len(value), seq, 1, 1, len(key)), key,
+                             _U32.pack(len(value)), value))
             try:
-                self._log.add(record, sync)
+                if sync:
+                    self._log.add(_U32.pack(_crc(body)) + body, True)
+                else:
+                    self._log.append(_U32.pack(_crc(body)) + body)
             except BaseException as e:
                 self._bg_error = e  # the log's tail is unknown now: nothing may be appended after it
                 raise
             self._seq = seq
-            mem.add(seq, key, value, bool(self._snapshots))
+            mem.add(seq, key, value, self._keep_old)
 
     def delete(self, key, sync: bool = False) -> None:
         """Remove ``key`` (writes a tombstone). Deleting a missing key is not an error."""
@@ -348,7 +351,7 @@ class DB:
             seq = self._seq + 1
             self._append(wal.encode_put(seq, key, None), sync)
             self._seq = seq
-            self._mem.add(seq, key, None, bool(self._snapshots))
+            self._mem.add(seq, key, None, self._keep_old)
 
     def write(self, batch: WriteBatch, sync: bool = False) -> None:
         """Apply ``batch`` atomically: one WAL record, consecutive sequence numbers."""
@@ -362,7 +365,7 @@ class DB:
             self._make_room()
             first = self._seq + 1
             self._append(wal.encode_batch(first, ops), sync)
-            keep = bool(self._snapshots)
+            keep = self._keep_old
             add = self._mem.add
             for i, (k, v) in enumerate(ops):
                 add(first + i, k, v, keep)
@@ -473,7 +476,7 @@ class DB:
                 self._version = old
                 raise
             if old._probe is not None:
-                self._probe_base += old._probe[0][K.C_CHECKS : K.C_POSITIVE + 1]
+                self._probe_base += old.refresh_probe()[0][K.C_CHECKS : K.C_POSITIVE + 1]
             imm = self._imm
             if drop_imm:
                 self._imm = None
@@ -520,6 +523,7 @@ class DB:
             self._snapshots[seq] -= 1
             if self._snapshots[seq] <= 0:
                 del self._snapshots[seq]
+            self._keep_old = bool(self._snapshots)
 
     # -- reading ------------------------------------------------------------------------------
     def get(self, key, default=None, snapshot: Snapshot | None = None):
@@ -547,71 +551,96 @@ class DB:
             v = e[1]
             return default if v is None else v
         p = ver._probe or ver.probe()
-        d = p[0]
-        s = K.probe(d, key, 0)
-        while s >= 0:
-            r = self._read_slot(ver, p, s, key, snap)
-            if r is not MISSING:
-                return default if r is DELETED else r
-            s = K.probe(d, key, s + 1)
-        return default
+        s = K.probe(p[0], key, 0)
+        if s == -1:
+            return default
+        if s >= 0:  # the common case, one call shorter: the filter said "may contain"
+            r = self._read(ver, s, key, snap)
+            if r is MISSING:
+                r = self._read_from(ver, K.probe(ver.refresh_probe()[0], key, s + 1), key, snap)
+        else:
+            r = self._read_from(ver, s, key, snap)
+        return default if r is MISSING or r is DELETED else r
 
-    def _read_slot(self, ver: Version, p, s: int, key: bytes, snap: int):
-        other = p[2][s]
-        if other is not None:  # another family's filter, or partitioned filters: asked here
-            self._stats["filter_checks"] += 1
-            if not other(key, _xxh3(key)):
-                self._stats["filter_useful"] += 1
-                return MISSING
-            self._stats["filter_positive"] += 1
+    def _read_from(self, ver: Version, s: int, key: bytes, snap: int):
+        """Follow the probe kernel's answer ``s`` (a slot, ``-slot - 2``: Python checks the
+        filter first, or -1: none) through the tables until one holds ``key``: its value,
+        DELETED or MISSING."""
+        while s != -1:
+            if s < -1:
+                s = -s - 2
+                r = self._read(ver, s, key, snap) if self._ask(ver, s, key) else MISSING
+            else:
+                r = self._read(ver, s, key, snap)
+            if r is not MISSING:
+                return r
+            s = K.probe(ver.refresh_probe()[0], key, s + 1)
+        return MISSING
+
+    def _ask(self, ver: Version, s: int, key: bytes) -> bool:
+        """The filter check the kernel left to Python (a filter to load, partitions, another
+        family): counted like the kernel's; False means "not here"."""
+        verdict = ver.directory.check(s, key, _xxh3(key))
+        ver.refresh_probe()  # the check may have laid the directory out again
+        if verdict is None:
+            return True
+        st = self._stats
+        st["filter_checks"] += 1
+        if not verdict:
+            st["filter_useful"] += 1
+            return False
+        st["filter_positive"] += 1
+        return True
+
+    def _read(self, ver: Version, s: int, key: bytes, snap: int):
+        """Read table slot ``s`` for ``key`` (one data block): value, DELETED or MISSING."""
         r = ver.slots[s].table.get(key, snap)
-        self._stats["blocks_read"] += 1
+        self._blocks_read += 1
         if r is not MISSING:
-            self._stats["true_positive"] += 1
+            self._true_positive += 1
         return r
 
     def multi_get(self, keys, default=None, snapshot: Snapshot | None = None) -> list:
         """Values of ``keys`` in order (``default`` where absent). The filter checks of the whole
-        batch are done by one kernel call (one hash per key)."""
-        keys = [k if type(k) is bytes else _key(k) for k in keys]
+        batch are done by one kernel call (one hash per key); the memtable lookups and the
+        packing of the keys are C-speed passes (``map``, ``bytes.join``)."""
+        keys = list(keys)
+        if not set(map(type, keys)) <= {bytes}:
+            keys = [_key(k) for k in keys]
         n = len(keys)
         mem, imm, ver = self._state
-        snap = MAX_SEQ if snapshot is None else snapshot.seq
         if snapshot is None:
-            get = mem.latest.get
-            found = [get(k) for k in keys]
+            snap = MAX_SEQ
+            found = list(map(mem.latest.get, keys))
             if imm is not None:
                 get = imm.latest.get
                 found = [e if e is not None else get(k) for k, e in zip(keys, found)]
         else:
+            snap = snapshot.seq
             found = [mem.get(k, snap) for k in keys]
             if imm is not None:
                 found = [e if e is not None else imm.get(k, snap) for k, e in zip(keys, found)]
-        out = [default if e is None or e[1] is None else e[1] for e in found]
-        todo = [i for i, e in enumerate(found) if e is None]
-        if not todo:
-            return out
-        sub = keys if len(todo) == n else [keys[i] for i in todo]
-        data = np.frombuffer(b"".join(sub), np.uint8)
-        offsets = np.zeros(len(sub) + 1, np.int64)
-        np.cumsum(np.fromiter(map(len, sub), np.int64, len(sub)), out=offsets[1:])
+        if found.count(None) == n:  # nothing in the memtables (the common case of a big batch)
+            out = [default] * n
+            todo = range(n)
+            sub = keys
+        else:
+            out = [default if e is None or e[1] is None else e[1] for e in found]
+            todo = [i for i, e in enumerate(found) if e is None]
+            if not todo:
+                return out
+            sub = [keys[i] for i in todo]
+        data, offsets = pack_bytes(sub)
         slots = np.empty(len(sub), np.int64)
         p = ver._probe or ver.probe()
-        d = p[0]
-        K.probe_many(d, data, offsets, slots)
-        hits = np.flatnonzero(slots >= 0)
+        K.probe_many(p[0], data, offsets, slots)
+        hits = np.flatnonzero(slots != -1)
         if hits.size:
             sl = slots.tolist()
             for j in hits.tolist():
-                key = sub[j]
-                s = sl[j]
-                while s >= 0:
-                    r = self._read_slot(ver, p, s, key, snap)
-                    if r is not MISSING:
-                        if r is not DELETED:
-                            out[todo[j]] = r
-                        break
-                    s = K.probe(d, key, s + 1)
+                r = self._read_from(ver, sl[j], sub[j], snap)
+                if r is not MISSING and r is not DELETED:
+                    out[todo[j]] = r
         return out
 
     def __contains__(self, key) -> bool:
@@ -622,6 +651,7 @@ class DB:
         with self._lock:
             seq = self._seq
             self._snapshots[seq] += 1
+            self._keep_old = True
             return Snapshot(self, seq)
 
     def scan(self, start=None, end=None, reverse: bool = False, snapshot: Snapshot | None = None) -> Iterator[tuple[bytes, bytes]]:
@@ -643,37 +673,17 @@ class DB:
         return self._scan_iter(sources, ver, start, end, reverse, snap, own)
 
     def _scan_iter(self, sources, ver, start, end, reverse, snap, own):
-        try:
-            its = [reversed(s) if reverse else iter(s) for s in sources]
-            for li, level in enumerate(ver.levels):
-                tabs = [r.table for r in level
-                        if not ((end is not None and r.table.min_key >= end) or (start is not None and r.table.max_key < start))]
-                if not tabs:
-                    continue
-                if li == 0:  # L0 tables overlap: one merge input each
-                    its.extend(_table_range(t, start, end, reverse) for t in tabs)
-                else:  # a level's tables are disjoint and in key order: one chained input
-                    order = reversed(tabs) if reverse else tabs
-                    its.append(itertools.chain.from_iterable(_table_range(t, start, end, reverse) for t in order))
-            cur = None
-            best_seq = -1
-            best_val = None
-            merged = its[0] if len(its) == 1 else heapq.merge(*its, key=_first, reverse=reverse)
-            for k, s, v in merged:
-                if k != cur:
-                    if cur is not None and best_seq >= 0 and best_val is not None:
-                        yield cur, best_val
-                    cur = k
-                    best_seq = -1
-                    best_val = None
-                if best_seq < s <= snap:
-                    best_seq = s
-                    best_val = v
-            if cur is not None and best_seq >= 0 and best_val is not None:
-                yield cur, best_val
-        finally:
-            if own is not None:
-                own.close()
+        inputs = [scan.memtable_chunks(items) for items in sources]
+        for li, level in enumerate(ver.levels):
+            tabs = [r.table for r in level
+                    if not ((end is not None and r.table.min_key >= end) or (start is not None and r.table.max_key < start))]
+            if not tabs:
+                continue
+            if li == 0:  # L0 tables overlap: one merge input each
+                inputs.extend(scan.table_chunks([t], start, end, reverse) for t in tabs)
+            else:  # a level's tables are disjoint and in key order: one input
+                inputs.append(scan.table_chunks(tabs, start, end, reverse))
+        return scan.merged(inputs, start, end, reverse, snap, None if own is None else own.close)
 
     def __iter__(self):
         return (k for k, _ in self.scan())
@@ -747,7 +757,7 @@ class DB:
         mem, imm, ver = self._state
         counters = self._probe_base.copy()
         if ver._probe is not None:
-            counters += ver._probe[0][K.C_CHECKS : K.C_POSITIVE + 1]
+            counters += ver.refresh_probe()[0][K.C_CHECKS : K.C_POSITIVE + 1]
         st = self._stats
         checks = int(counters[0]) + st["filter_checks"]
         useful = int(counters[1]) + st["filter_useful"]
@@ -759,10 +769,10 @@ class DB:
             "filter_checks": checks,
             "filter_useful": useful,
             "filter_positive": positive,
-            "true_positive": st["true_positive"],
+            "true_positive": self._true_positive,
             "filter_useful_ratio": useful / checks if checks else 0.0,
             "filters_damaged": sum(1 for r in refs if r.table.filter_damaged),
-            "data_blocks_read": st["blocks_read"],
+            "data_blocks_read": self._blocks_read,
             "block_cache_hits": self._cache.hits if self._cache else 0,
             "block_cache_misses": self._cache.misses if self._cache else 0,
             "tables_per_level": [len(level) for level in ver.levels],
@@ -770,38 +780,10 @@ class DB:
             "filter_bytes": sum(r.table.filter_bytes for r in refs),
             "compactions": st["compactions"],
             "write_amplification": (st["bytes_flushed"] + st["bytes_compacted"]) / logged if wal_bytes else 0.0,
-            "read_amplification": st["blocks_read"] / max(1, st["true_positive"]),
+            "read_amplification": self._blocks_read / max(1, self._true_positive),
             "memtable_entries": len(mem) + (len(imm) if imm is not None else 0),
             "last_sequence": self._seq,
         }
 
 
 _ABSENT = object()
-_first = itemgetter(0)
-
-
-def _table_range(t: Table, start, end, reverse):
-    """``(key, seq, value)`` entries of table ``t`` in ``[start, end)``; deletions have value None."""
-    nb = t.num_blocks()
-    if not reverse:
-        i = 0 if start is None else t.first_block_for(start)
-        while i < nb:
-            keys, trs, vals = t.decode_block(i)
-            for k, tr, v in zip(keys, trs, vals):
-                if start is not None and k < start:
-                    continue
-                if end is not None and k >= end:
-                    return
-                yield k, tr >> 8, (v if tr & 0xFF else None)
-            i += 1
-    else:
-        i = nb - 1 if end is None else min(nb - 1, t.first_block_for(end))
-        while i >= 0:
-            keys, trs, vals = t.decode_block(i)
-            for k, tr, v in zip(reversed(keys), reversed(trs), reversed(vals)):
-                if end is not None and k >= end:
-                    continue
-                if start is not None and k < start:
-                    return
-                yield k, tr >> 8, (v if tr & 0xFF else None)
-            i -= 1

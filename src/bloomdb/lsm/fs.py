@@ -3,7 +3,8 @@
 The store touches files only through these methods, so crash and fault tests can tear writes and
 fail fsyncs without root or special mounts:
 
-* ``open_append(path)`` -> a writer with ``write(b)``, ``sync()``, ``close()`` (WAL, tables);
+* ``open_append(path)`` -> a writer with ``write(b)``, ``tell()`` (size), ``sync()``, ``close()``
+  (WAL, tables);
 * ``write_atomic(path, data)``: write a temporary file, fsync it, rename over ``path``, fsync
   the folder (manifest);
 * ``read_all(path)`` -> a bytes-like buffer of the whole file (the real FS memory-maps it);
@@ -26,10 +27,17 @@ class RealFile:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 
     def write(self, data) -> None:
-        view = memoryview(data)
+        n = os.write(self._fd, data)
+        if n == len(data):
+            return
+        view = memoryview(data).cast("B")[n:]
         while view.nbytes:
             n = os.write(self._fd, view)
             view = view[n:]
+
+    def tell(self) -> int:
+        """The file's size (where the next append lands)."""
+        return os.lseek(self._fd, 0, os.SEEK_END)
 
     def sync(self) -> None:
         if self._fsync:

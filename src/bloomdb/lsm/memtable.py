@@ -2,17 +2,31 @@
 
 ``latest`` maps a key to its newest ``(seq, value)`` (``value is None`` = tombstone) so a point
 read is one dict lookup; ``keys`` (a ``sortedcontainers.SortedList``) keeps the distinct keys in
-bytewise order for scans and flushes -- new keys are appended to ``pending`` by writers (O(1))
-and merged into ``keys`` in one ``SortedList.update`` by the next scan or flush; ``history`` keeps superseded versions, but only while a
-snapshot is live (nobody else can see them). Writers hold the store's lock; readers do not lock:
+bytewise order for scans -- new keys are appended to ``pending`` by writers (O(1)) and merged
+into ``keys`` in one ``SortedList.update`` by the next scan; a flush does not use it (it sorts
+the packed keys in a numba kernel, :meth:`MemTable.table_arrays`); ``history`` keeps superseded
+versions, but only while a snapshot is live (nobody else can see them). Writers hold the store's lock; readers do not lock:
 a dict read is atomic under the GIL, and scans copy their range under the store's lock.
 """
 
 from __future__ import annotations
 
+from operator import itemgetter
+
+import numpy as np
 from sortedcontainers import SortedList
 
+from . import _lsm_kernels as K
+from .sstable import _table_kernels as TK
+from .sstable.builder import pack_bytes
+
 _ENTRY_OVERHEAD = 48
+_SEQ = itemgetter(0)
+_VALUE = itemgetter(1)
+
+
+def _IS_VALUE(v) -> int:
+    return v is not None
 
 
 class MemTable:
@@ -78,23 +92,40 @@ class MemTable:
                 for s, v in reversed(h):
                     yield k, s, v
 
-    def table_entries(self):
-        """``(keys, trailers, values)`` lists of :meth:`sorted_entries` in table form (trailer
-        ``seq << 8 | type``, deletions with value ``b""``). Without history (the common case)
-        this is a few C-speed passes instead of a Python loop per entry."""
-        self._merge_pending()
+    def table_arrays(self):
+        """Every version in table order (keys ascending, sequence descending) as packed arrays
+        ``(kdata, koff, trailers, vdata, voff)`` (trailer ``seq << 8 | type``, deletions with an
+        empty value). Only for a memtable no longer written to (or under the store's lock).
+
+        Cost without history (the common case): a few C-speed passes over the dict to pack the
+        keys and values, then one numba sort and two gathers that release the GIL (this runs in
+        the background thread; its GIL time is taken from the writer).
+        """
         if self.history:
             keys, trs, vals = [], [], []
             for k, s, v in self.sorted_entries():
                 keys.append(k)
                 trs.append((s << 8) | (v is not None))
                 vals.append(b"" if v is None else v)
-            return keys, trs, vals
-        keys = list(self.keys)
-        ents = list(map(self.latest.__getitem__, keys))
-        trs = [(s << 8) | (v is not None) for s, v in ents]
-        vals = [b"" if v is None else v for _, v in ents]
-        return keys, trs, vals
+            kd, ko = pack_bytes(keys)
+            vd, vo = pack_bytes(vals)
+            return kd, ko, np.array(trs, np.uint64), vd, vo
+        n = len(self.latest)
+        keys = list(self.latest)
+        ents = list(self.latest.values())
+        trs = np.fromiter(map(_SEQ, ents), np.uint64, n) << np.uint64(8)
+        vals = list(map(_VALUE, ents))
+        if None in vals:  # deletions: type 0, empty value
+            trs |= np.fromiter(map(_IS_VALUE, vals), np.uint64, n)
+            vals = [b"" if v is None else v for v in vals]
+        else:
+            trs |= np.uint64(1)
+        kd, ko = pack_bytes(keys)
+        vd, vo = pack_bytes(vals)
+        order = TK.argsort_packed(kd, ko)
+        kd, ko = K.gather(kd, ko, order)
+        vd, vo = K.gather(vd, vo, order)
+        return kd, ko, trs[order], vd, vo
 
     def __len__(self) -> int:
         return len(self.latest)

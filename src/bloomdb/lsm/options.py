@@ -16,7 +16,8 @@ class Options:
 
     * ``filter``: filter registry spec for every table (``"blocked:10"``; ``None`` = no filter).
       Any family of :func:`bloomdb.filters.available` works; ``blocked`` filters are probed by
-      the store's own kernel, others through their family's ``might_contain_hashes``.
+      the store's own kernel, others through their family's ``might_contain_hashes``. A table's
+      filter is read on its first lookup and kept in memory.
     * ``filter_per_level``: ``{level: spec or None}`` overriding ``filter`` per level (e.g. more
       bits at L0, fewer at the bottom).
     * ``optimize_filters_for_hits``: build no filter for tables written to the last level holding
@@ -31,8 +32,8 @@ class Options:
     * ``partitioned_filters``: instead of one filter per table, one per
       ``filter_partition_blocks`` (16) data blocks, each read on demand (and kept) by the first
       lookup that needs it, found through a small partition index -- for tables too big to keep
-      every filter in memory. Such tables are asked in Python after the probe kernel (one
-      ``might_contain`` per table), not inside it.
+      every filter in memory. The probe kernel finds the partition and checks it itself once
+      it is read (``blocked`` partitions; other families are asked in Python).
     * ``wal_buffer_bytes``: ``0`` (default, LevelDB's behaviour): every write reaches the OS
       before ``put`` returns, so a crash of the process never loses an acknowledged write (an OS
       crash can lose unsynced ones; ``sync=True`` writes never). A positive value buffers unsynced

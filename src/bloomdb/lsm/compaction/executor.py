@@ -20,7 +20,7 @@ import numpy as np
 from .. import _lsm_kernels as K
 from ..sstable import Table
 from ..sstable.builder import build_table_arrays
-from ..sstable.reader import concat_packed
+from ..sstable.reader import decode_tables
 from ..version import TableRef, Version
 from .policy import Task
 
@@ -32,13 +32,13 @@ def table_path(folder: str, number: int) -> str:
 def merge_arrays(runs, smallest_snapshot: int, bottom: bool):
     """Merge sorted runs (each a list of tables in key order) with the drop rules: packed
     ``(kdata, koff, trailers, vdata, voff)`` of the kept entries, in order."""
-    parts = []
+    tables = [t for run in runs for t in run]
+    (kdata, koff, trs, vdata, voff), counts = decode_tables(tables)
     starts = [0]
-    for tables in runs:
-        run_parts = [t.decode_arrays() for t in tables]
-        parts.extend(run_parts)
-        starts.append(starts[-1] + sum(len(p[2]) for p in run_parts))
-    kdata, koff, trs, vdata, voff = concat_packed(parts)
+    i = 0
+    for run in runs:
+        starts.append(starts[-1] + sum(counts[i : i + len(run)]))
+        i += len(run)
     idx = K.merge_runs(kdata, koff, trs, np.array(starts, np.int64), smallest_snapshot, bottom)
     kd, ko = K.gather(kdata, koff, idx)
     vd, vo = K.gather(vdata, voff, idx)

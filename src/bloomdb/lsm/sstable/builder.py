@@ -11,11 +11,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+import crc32c
 import numpy as np
 
 from ... import filters
 from .. import _lsm_kernels as K
-from .block import compression_code, frame
+from . import _table_kernels as TK
+from .block import RAW, compression_code, frame
 from .footer import Handles, Meta, encode_footer, encode_meta
 
 
@@ -32,7 +34,8 @@ class TableInfo:
     max_seq: int
 
 
-def _pack(items: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+def pack_bytes(items: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """``items`` packed in Arrow layout: ``(data uint8, offsets int64 of len(items) + 1)``."""
     data = np.frombuffer(b"".join(items), dtype=np.uint8)
     off = np.zeros(len(items) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, items), np.int64, len(items)), out=off[1:])
@@ -47,13 +50,14 @@ def build_table(fs, path: str, number: int, keys: list[bytes], trailers: list[in
     """
     if not keys:
         raise ValueError("a table needs at least one entry")
-    kdata, koff = _pack(keys)
-    vdata, voff = _pack(values)
+    kdata, koff = pack_bytes(keys)
+    vdata, voff = pack_bytes(values)
     return build_table_arrays(fs, path, number, kdata, koff, np.asarray(trailers, dtype=np.uint64), vdata, voff,
                               filter_spec, block_size, restart_interval, compression, sync, partition_blocks)
 
 
 PARTITION_MAGIC = b"BDBP"
+_crc32c = crc32c.crc32c
 
 
 def _filter_bytes(spec: str, kdata, koff, first, a: int, b: int) -> bytes:
@@ -87,20 +91,29 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
 
     out, ends, lasts = K.encode_blocks(kdata, koff, tr, vdata, voff, block_size, restart_interval)
     code = compression_code(compression)
-    raw = out.tobytes()
-    parts: list[bytes] = []
-    index = [struct.pack("<I", len(ends))]
-    pos = 0
-    start = 0
-    for e, last in zip(ends.tolist(), lasts.tolist()):
-        framed = frame(raw[start:e], code)
-        stored = len(framed) - 5
-        lk = key(last)
-        index.append(struct.pack("<QII", pos, stored, len(lk)))
-        index.append(lk)
+    parts: list = []
+    if code == RAW:  # every block stored as is: laid out by one kernel, one CRC32C call per block
+        framed, offs = TK.frame_raw(out, ends)
+        sizes = np.diff(ends, prepend=0)
+        mv = memoryview(framed)
+        crcs = [_crc32c(mv[o : o + z + 1]) for o, z in zip(offs.tolist(), sizes.tolist())]
+        TK.put_u32(framed, offs + sizes + 1, np.array(crcs, np.int64))
         parts.append(framed)
-        pos += len(framed)
-        start = e
+        pos = framed.shape[0]
+    else:
+        raw = out.tobytes()
+        offl, sizel = [], []
+        pos = 0
+        start = 0
+        for e in ends.tolist():
+            framed = frame(raw[start:e], code)
+            offl.append(pos)
+            sizel.append(len(framed) - 5)
+            parts.append(framed)
+            pos += len(framed)
+            start = e
+        offs, sizes = np.array(offl, np.int64), np.array(sizel, np.int64)
+    index = TK.encode_index(kdata, koff, lasts, offs, sizes)
     # filter: distinct user keys (versions of a key are adjacent)
     fbytes = b""
     if filter_spec is not None:
@@ -127,7 +140,7 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
     meta = Meta(n, dels, int(seqs.min()), int(seqs.max()), int(koff[-1] - koff[0]), int(voff[-1] - voff[0]),
                 len(ends), key(0), key(n - 1), filter_spec)
     handles = []
-    for blob in (fbytes, encode_meta(meta), b"".join(index)):
+    for blob in (fbytes, encode_meta(meta), index):
         framed = frame(blob, 0)
         handles.append((pos, len(blob)))
         parts.append(framed)
@@ -136,7 +149,8 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
     parts.append(encode_footer(h))
     f = fs.open_append(path)
     try:
-        f.write(b"".join(parts))
+        for part in parts:  # one write each: no joined copy of the table (held the GIL)
+            f.write(part)
         if sync:
             f.sync()
     finally:

@@ -14,17 +14,20 @@ import struct
 import threading
 from bisect import bisect_left
 
+import crc32c
 import numpy as np
 
 from ... import filters
 from ...errors import CorruptionError
 from .. import _lsm_kernels as K
+from . import _table_kernels as TK
 from .block import RAW, TRAILER, unframe
 from .builder import PARTITION_MAGIC
 from .footer import decode_footer, decode_meta
 
 MISSING = object()  #: the table holds no version of the key visible at the snapshot
 DELETED = object()  #: the visible version is a deletion
+_crc32c = crc32c.crc32c
 
 
 
@@ -60,7 +63,8 @@ class Table:
         self._parse_index(ib if ib is not None else bytes(buf[h.index_off : h.index_off + h.index_size]))
         self.min_key = self.meta.min_key
         self.max_key = self.meta.max_key
-        self._checked = bytearray(len(self.offsets))
+        self._checked = np.zeros(len(self.offsets), np.uint8)  # 1: block's CRC checked, raw
+        self._index = TK.index_array(self.last_keys, self.offsets, self.sizes)
         self._cache = cache
         self._filter = None
         self._filter_loaded = False
@@ -85,7 +89,7 @@ class Table:
     # -- filter -------------------------------------------------------------------------------
     def filter(self):
         """The table's whole-table filter (``None`` when it has none, it is damaged, or the table
-        has partitioned filters -- see :meth:`partition_may_contain`). Loaded once."""
+        has partitioned filters -- see :meth:`partition_filter`). Loaded once."""
         if self._filter_loaded:
             return self._filter
         with self._lock:
@@ -114,26 +118,35 @@ class Table:
         self._part_filters = [None] * n
         self.partitions = (keys, offs, sizes)
 
-    def partition_may_contain(self, key: bytes, h: int) -> bool:
-        """Partitioned filters: ask the filter of the partition whose key range holds ``key``
-        (read and kept on first use; a damaged partition fails open)."""
-        parts = self.partitions
-        if parts is None:
-            return True
-        keys, offs, sizes = parts
-        i = bisect_left(keys, key)
-        if i == len(keys):
-            return False  # beyond the table's last key
+    @property
+    def filter_loaded(self) -> bool:
+        """Whether the filter block has been read (the probe directory reads it lazily)."""
+        return self._filter_loaded
+
+    def partition_for(self, key: bytes) -> int | None:
+        """Partitioned filters: the partition whose key range holds ``key`` (None: beyond the
+        table's last key)."""
+        i = bisect_left(self.partitions[0], key)
+        return None if i == len(self.partitions[0]) else i
+
+    def loaded_partition(self, i: int):
+        """Partition ``i``'s filter if read, ``None`` if not read yet, ``False`` if damaged."""
+        return self._part_filters[i]
+
+    def partition_filter(self, i: int):
+        """Partition ``i``'s filter, read and kept on first use (``None``: damaged, fail open --
+        ``filter_damaged`` is set)."""
         f = self._part_filters[i]
         if f is None:
+            keys, offs, sizes = self.partitions
             try:
                 _, fb = unframe(self._buf, offs[i], sizes[i], self.path, "filter partition")
                 f = filters.from_bytes(fb if fb is not None else bytes(self._buf[offs[i] : offs[i] + sizes[i]]))
             except Exception:  # noqa: BLE001 - fail open
                 self.filter_damaged = True
-                return True
+                f = False
             self._part_filters[i] = f
-        return bool(f.might_contain_hashes(np.array([h], np.uint64))[0])
+        return f if f is not False else None
 
     @property
     def filter_bytes(self) -> int:
@@ -161,41 +174,39 @@ class Table:
         return arr, data, 0, len(data)
 
     def get(self, key: bytes, snap: int):
-        """The newest version of ``key`` with sequence ``<= snap``: value bytes, DELETED or MISSING."""
-        i = bisect_left(self.last_keys, key)
-        if i == len(self.last_keys):
-            return MISSING
-        arr, raw, off, size = self.block(i)
-        st, vo, vl = K.block_get(arr, off, size, key, snap)
+        """The newest version of ``key`` with sequence ``<= snap``: value bytes, DELETED or MISSING.
+        Cost: one kernel call (index search and block search) for a block already checked; the
+        first read of a block checks its CRC32C (and decompresses it) in Python."""
+        st, i, vo, vl = TK.table_get(self._arr, self._index, self._checked, key, snap)
         if st == 1:
-            return raw[vo : vo + vl]
-        if st == 2:
-            return DELETED
+            return self._buf[vo : vo + vl]
         if st == 0:
             return MISSING
+        if st == 2:
+            return DELETED
+        if st == TK.ST_UNCHECKED:
+            arr, raw, off, size = self.block(i)
+            st, vo, vl = K.block_get(arr, off, size, key, snap)
+            if st == 1:
+                return raw[vo : vo + vl]
+            if st == 2:
+                return DELETED
+            if st == 0:
+                return MISSING
         raise CorruptionError(f"data block {i} is malformed", self.path)
-
-    def decode_block(self, i: int) -> tuple[list[bytes], list[int], list[bytes]]:
-        """All entries of block ``i``: user keys, trailers (``seq << 8 | type``), values."""
-        arr, raw, off, size = self.block(i)
-        ok, kdata, koff, trailers, voffs, vlens = K.block_decode(arr, off, size)
-        if not ok:
-            raise CorruptionError(f"data block {i} is malformed", self.path)
-        kb = kdata.tobytes()
-        ko = koff.tolist()
-        keys = [kb[ko[j] : ko[j + 1]] for j in range(len(ko) - 1)]
-        values = [raw[a : a + b] for a, b in zip(voffs.tolist(), vlens.tolist())]
-        return keys, trailers.tolist(), values
 
     def decode_arrays(self, first: int = 0, last: int | None = None):
         """Entries of blocks ``first..last`` (default: all) as packed arrays ``(kdata, koff,
         trailers, vdata, voff)`` (values copied): the input of compactions and scans. Each block
-        is checked first; damage raises CorruptionError."""
+        is checked first; damage raises CorruptionError. Cost for raw blocks: one CRC32C call per
+        block not yet checked, then one decode kernel call for the whole range."""
         last = len(self.offsets) - 1 if last is None else last
-        views = [self.block(i) for i in range(first, last + 1)]
-        if all(v[0] is self._arr for v in views):
-            groups = [(self._arr, np.array([v[2] for v in views], np.int64), np.array([v[3] for v in views], np.int64))]
+        if self._check_raw(first, last):
+            offs = np.array(self.offsets[first : last + 1], np.int64)
+            sizes = np.array(self.sizes[first : last + 1], np.int64)
+            groups = [(self._arr, offs, sizes)]
         else:
+            views = [self.block(i) for i in range(first, last + 1)]
             groups = [(v[0], np.array([v[2]], np.int64), np.array([v[3]], np.int64)) for v in views]
         parts = []
         for arr, offs, sizes in groups:
@@ -205,11 +216,68 @@ class Table:
             parts.append(res)
         return concat_packed(parts)
 
+    def _check_raw(self, first: int, last: int) -> bool:
+        """Check the CRC32C of every block of ``first..last`` not checked yet, if all of them are
+        stored raw (then True: they can be decoded in place); False (nothing checked) when some
+        block is compressed. Raises CorruptionError naming the first damaged block."""
+        todo = (np.flatnonzero(self._checked[first : last + 1] == 0) + first).tolist()
+        if not todo:
+            return True
+        offs = np.array([self.offsets[i] for i in todo], np.int64)
+        sizes = np.array([self.sizes[i] for i in todo], np.int64)
+        ends = offs + sizes
+        if int(offs.min()) < 0 or int(ends.max()) + TRAILER > self.file_size:
+            for i in todo:  # unframe names the block that lies outside the file
+                unframe(self._buf, self.offsets[i], self.sizes[i], self.path, "data")
+        if np.any(self._arr[ends] != RAW):
+            return False
+        stored = TK.get_u32(self._arr, ends + 1)
+        mv = memoryview(self._buf)
+        try:
+            crcs = [_crc32c(mv[o:e]) for o, e in zip(offs.tolist(), (ends + 1).tolist())]
+        finally:
+            mv.release()
+        bad = np.flatnonzero(np.array(crcs, np.int64) != stored)
+        if bad.size:
+            raise CorruptionError(f"data block at offset {int(offs[bad[0]])} fails its CRC32C", self.path)
+        self._checked[todo] = 1
+        return True
+
     def num_blocks(self) -> int:
         return len(self.offsets)
 
     def first_block_for(self, key: bytes) -> int:
         return bisect_left(self.last_keys, key)
+
+
+def decode_tables(tables) -> tuple[tuple, list[int]]:
+    """Every entry of ``tables``, one after the other, as one packed ``(kdata, koff, trailers,
+    vdata, voff)``, and each table's entry count: the input of a compaction. Raw tables are
+    decoded straight into one set of arrays sized by a first pass (no concatenation holding the
+    GIL); compressed ones go through :meth:`Table.decode_arrays`."""
+    if not all(t._check_raw(0, t.num_blocks() - 1) for t in tables):
+        parts = [t.decode_arrays() for t in tables]
+        return concat_packed(parts), [len(p[2]) for p in parts]
+    plans = []
+    n = kb = vb = 0
+    for t in tables:
+        offs = np.array(t.offsets, np.int64)
+        sizes = np.array(t.sizes, np.int64)
+        m, k, v = K.decoded_sizes(t._arr, offs, sizes)
+        if m < 0:
+            raise CorruptionError("a data block is malformed", t.path)
+        plans.append((t, offs, sizes, n, m))
+        n += m
+        kb += k
+        vb += v
+    kdata = np.empty(kb, np.uint8)
+    koff = np.zeros(n + 1, np.int64)
+    trailers = np.empty(n, np.uint64)
+    vdata = np.empty(vb, np.uint8)
+    voff = np.zeros(n + 1, np.int64)
+    for t, offs, sizes, first, _ in plans:
+        K.decode_into(t._arr, offs, sizes, kdata, koff, trailers, vdata, voff, first)
+    return (kdata, koff, trailers, vdata, voff), [p[4] for p in plans]
 
 
 def concat_packed(parts):

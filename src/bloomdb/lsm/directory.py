@@ -1,0 +1,228 @@
+"""The probe directory of a version: every table's key range and filter in one int64 array, for
+the probe kernel (:func:`_lsm_kernels.probe`), with filters loaded lazily.
+
+Layout (``K.SLOTS``/``K.STRIDE``/``K.PSTRIDE`` words; see :mod:`._lsm_kernels`): the header, one
+``STRIDE``-word slot per table, the partition tables of partitioned tables, the filters' 32-bit
+words, then the key bounds' bytes.
+
+Lazy loading: building a directory reads no filter. A table whose filter is not loaded yet gets
+slot kind ``K.LAZY`` with room reserved for its words (the filter block's size); the kernel
+hands such a slot to Python (``-slot - 2``), which reads the filter (the table keeps it), copies
+a ``blocked`` filter's words into the reserved room and flips the slot to ``K.BLOCKED`` (words
+first, kind last, so a concurrent kernel never sees a half-written filter). A table with
+partitioned filters gets kind ``K.PARTITIONED`` and a partition table; each partition is read on
+the first lookup that needs it and copied in the same way. Filters of other families (and a
+table whose filter turned out partitioned) make the directory rebuild once; their checks stay in
+Python. A damaged filter fails open: kind ``K.NONE`` (no check counted). Counters survive a
+rebuild (a kernel still running on the old array may lose a few increments: statistics only).
+
+Cost: building is O(tables + loaded filter words); a table's first lookup reads its filter once.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..filters.blocked import BlockedBloom
+from . import _lsm_kernels as K
+
+
+def prefix_words(key: bytes) -> tuple[int, int]:
+    """Bytes 0..8 and 8..16 of ``key`` as big-endian integers (zero-padded): the kernel compares
+    these first."""
+    b = key[:16].ljust(16, b"\0")
+    return int.from_bytes(b[:8], "big"), int.from_bytes(b[8:], "big")
+
+
+def _reserve(nbytes: int) -> int:
+    """32-bit words reserved for a filter whose serialized form is ``nbytes`` long."""
+    return (nbytes + 3) // 4 + 1
+
+
+class Directory:
+    """The probe directory of one version's ``slots`` (TableRefs, in probe order)."""
+
+    def __init__(self, slots, levels):
+        self.slots = slots
+        self.levels = levels
+        self._lock = threading.Lock()
+        self.array = self._build(None)
+
+    # -- building -----------------------------------------------------------------------------
+    def _build(self, counters):
+        slots = self.slots
+        nslots = max(1, len(slots))
+        plans = []  # per slot: see _plan
+        nparts = 0
+        nwords = 0
+        for r in slots:
+            plan = self._plan(r.table)
+            plans.append(plan)
+            if plan[0] == K.PARTITIONED:
+                nparts += len(plan[5])
+                nwords += sum(w.shape[0] if w is not None else res for w, res, _, _ in plan[5])
+            else:
+                nwords += plan[1].shape[0] if plan[1] is not None else plan[2]
+        bounds = []  # per slot: min key, max key, then its partitions' last keys
+        for r, plan in zip(slots, plans):
+            bounds += (r.info.min_key, r.info.max_key)
+            if plan[0] == K.PARTITIONED:
+                bounds += r.table.partitions[0]
+        bnd = b"".join(bounds)
+        m = K.SLOTS + K.STRIDE * nslots + K.PSTRIDE * nparts
+        w64 = (nwords + 1) // 2
+        d = np.zeros(m + w64 + (len(bnd) + 7) // 8 + 1, np.int64)
+        u64 = d.view(np.uint64)
+        w32 = d.view(np.uint32)
+        base32 = 2 * m
+        byte_base = 8 * (m + w64)
+        d.view(np.uint8)[byte_base : byte_base + len(bnd)] = np.frombuffer(bnd, np.uint8)
+        d[0] = len(self.levels[0])
+        d[1] = len(self.levels) - 1
+        s = len(self.levels[0])
+        for j in range(1, len(self.levels)):
+            d[2 + 2 * (j - 1)] = s
+            d[3 + 2 * (j - 1)] = len(self.levels[j])
+            s += len(self.levels[j])
+        d[K.W32_BASE] = base32
+        d[K.BYTE_BASE] = byte_base
+        if counters is not None:
+            d[K.C_CHECKS : K.C_POSITIVE + 1] = counters
+        woff = base32
+        boff = byte_base
+        pt = K.SLOTS + K.STRIDE * nslots
+        for i, r in enumerate(slots):
+            b = K.SLOTS + K.STRIDE * i
+            kind, words, reserve, lines, k, parts = plans[i]
+            mn, mx = r.info.min_key, r.info.max_key
+            u64[b + 4 : b + 6] = prefix_words(mn)
+            d[b + 6 : b + 8] = (boff, len(mn))
+            u64[b + 8 : b + 10] = prefix_words(mx)
+            d[b + 10 : b + 12] = (boff + len(mn), len(mx))
+            boff += len(mn) + len(mx)
+            if kind == K.PARTITIONED:
+                d[b + 1] = pt
+                d[b + 2] = len(parts)
+                for (w, res, plines_or_state, pk), last in zip(parts, r.table.partitions[0]):
+                    u64[pt : pt + 2] = prefix_words(last)
+                    d[pt + 2] = boff
+                    d[pt + 3] = len(last)
+                    boff += len(last)
+                    d[pt + 5] = woff
+                    if w is not None:
+                        w32[woff : woff + w.shape[0]] = w
+                        d[pt + 6] = plines_or_state
+                        d[pt + 7] = pk
+                        d[pt + 4] = K.P_LOADED
+                        woff += w.shape[0]
+                    else:
+                        d[pt + 4] = plines_or_state  # K.P_LAZY, K.P_OTHER or K.P_DAMAGED
+                        d[pt + 6] = res
+                        woff += res
+                    pt += K.PSTRIDE
+            elif kind == K.BLOCKED:
+                w32[woff : woff + words.shape[0]] = words
+                d[b + 1] = woff
+                d[b + 2] = lines
+                d[b + 3] = k
+                woff += words.shape[0]
+            elif kind == K.LAZY:
+                d[b + 1] = woff
+                d[b + 2] = reserve
+                woff += reserve
+            d[b] = kind
+        return d
+
+    def _plan(self, t):
+        """How the slot of table ``t`` is laid out: ``(kind, words, reserve, lines, k, partitions)``
+        with, for a partitioned table, per partition ``(words, reserve, lines, k)`` when loaded
+        and ``(None, reserve, state, 0)`` when not (``K.P_LAZY``, ``K.P_OTHER``, ``K.P_DAMAGED``)."""
+        if t.filter_bytes == 0:
+            return K.NONE, None, 0, 0, 0, None
+        if not t.filter_loaded:
+            return K.LAZY, None, _reserve(t.filter_bytes), 0, 0, None
+        f = t.filter()
+        if t.partitions is not None:
+            parts = []
+            for i, size in enumerate(t.partitions[2]):
+                pf = t.loaded_partition(i)
+                if isinstance(pf, BlockedBloom):
+                    w, lines, k = pf.kernel_args
+                    parts.append((w, 0, int(lines), k))
+                else:
+                    state = K.P_LAZY if pf is None else K.P_OTHER
+                    if pf is False:
+                        state = K.P_DAMAGED
+                    parts.append((None, _reserve(size), state, 0))
+            return K.PARTITIONED, None, 0, 0, 0, parts
+        if isinstance(f, BlockedBloom):
+            w, lines, k = f.kernel_args
+            return K.BLOCKED, w, 0, int(lines), k, None
+        if f is None:  # damaged: fail open
+            return K.NONE, None, 0, 0, 0, None
+        return K.OTHER, None, 0, 0, 0, None
+
+    # -- the Python side of a probe -----------------------------------------------------------
+    def check(self, s: int, key: bytes, h: int):
+        """Slot ``s`` handed over by the kernel: ``True`` may contain, ``False`` not here (both
+        count as a filter check), ``None`` no usable filter (not counted). Loads what is missing."""
+        t = self.slots[s].table
+        b = K.SLOTS + K.STRIDE * s
+        kind = self.array[b]
+        if kind == K.LAZY:
+            with self._lock:
+                if self.array[b] == K.LAZY:
+                    self._load_table(s, t, b)
+            kind = self.array[b]
+        if t.partitions is not None:
+            return self._check_partition(s, t, key, h)
+        f = t.filter()
+        if f is None:
+            return None
+        return bool(f.might_contain_hashes(np.array([h], np.uint64))[0])
+
+    def _load_table(self, s, t, b) -> None:
+        d = self.array
+        f = t.filter()  # reads the filter block once (the table keeps it)
+        if isinstance(f, BlockedBloom):
+            w, lines, k = f.kernel_args
+            if w.shape[0] <= d[b + 2]:
+                w32 = d.view(np.uint32)
+                off = d[b + 1]
+                w32[off : off + w.shape[0]] = w
+                d[b + 2] = int(lines)
+                d[b + 3] = k
+                d[b] = K.BLOCKED  # last: the kernel reads the kind first
+                return
+        if f is None and t.partitions is None:
+            d[b] = K.NONE
+            return
+        # another family, or partitioned: lay the directory out again, once
+        self.array = self._build(d[K.C_CHECKS : K.C_POSITIVE + 1].copy())
+
+    def _check_partition(self, s, t, key: bytes, h: int):
+        i = t.partition_for(key)
+        if i is None:
+            return False  # beyond the table's last key
+        f = t.partition_filter(i)
+        d = self.array
+        b = K.SLOTS + K.STRIDE * s
+        if d[b] == K.PARTITIONED:
+            e = d[b + 1] + K.PSTRIDE * i
+            with self._lock:
+                if d[e + 4] == K.P_LAZY:
+                    if isinstance(f, BlockedBloom):
+                        w, lines, k = f.kernel_args
+                        if w.shape[0] <= d[e + 6]:
+                            w32 = d.view(np.uint32)
+                            w32[d[e + 5] : d[e + 5] + w.shape[0]] = w
+                            d[e + 6] = int(lines)
+                            d[e + 7] = k
+                            d[e + 4] = K.P_LOADED  # last
+                    else:
+                        d[e + 4] = K.P_DAMAGED if f is None else K.P_OTHER
+        if f is None:
+            return None
+        return bool(f.might_contain_hashes(np.array([h], np.uint64))[0])

@@ -1,0 +1,170 @@
+"""Range scans: merge the memtables and every level into ``(key, value)`` pairs, chunk by chunk.
+
+Each source (a memtable range, an L0 table, or one level's tables in key order) is read as
+packed chunks of entries (``CHUNK_BLOCKS`` data blocks decoded by one kernel call). A round
+takes, from every source, the entries up to a *bound* -- the smallest last key among the
+chunks of sources that have more to read (forward; the largest first key in reverse) -- so no
+entry beyond the bound can be missing from the round; versions of one key never straddle a
+block or a table, so everything up to and including the bound key is complete. The round's
+entries are merged by key and the visible version per key is picked by one kernel (newest
+sequence ``<= snap``; deletions drop the key); the round's keys and values become Python bytes
+in two pyarrow ``to_pylist`` C loops, the visible ones are picked by an ``itemgetter`` and
+handed out through ``zip``/``itertools.chain`` (no Python frame per pair).
+
+Cost per entry (1M-key store, three sources): ~0.22 us -- decode ~65 ns, merge ~16 ns, bytes
+objects, picking and tuples ~80 ns; per round (about ``CHUNK_BLOCKS`` blocks of every source) a
+few kernel calls.
+"""
+
+from __future__ import annotations
+
+import itertools
+from operator import itemgetter
+from typing import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from . import _scan_kernels as SK
+from .sstable.builder import pack_bytes
+from .sstable.reader import concat_packed
+
+CHUNK_BLOCKS = 32
+_EMPTY = (np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.uint8),
+          np.zeros(1, np.int64))
+
+
+def _slice(p, a: int, b: int):
+    """Entries ``a..b`` of packed ``p`` as a packed tuple whose offsets start at 0."""
+    kd, ko, tr, vd, vo = p
+    return (kd[ko[a] : ko[b]], ko[a : b + 1] - ko[a], tr[a:b], vd[vo[a] : vo[b]], vo[a : b + 1] - vo[a])
+
+
+def _key_at(p, i: int) -> np.ndarray:
+    return p[0][p[1][i] : p[1][i + 1]]
+
+
+def memtable_chunks(items) -> Iterator[tuple]:
+    """The ``(key, seq, value or None)`` list of :meth:`MemTable.range_items` as one packed chunk."""
+    if not items:
+        return
+    keys = [k for k, _, _ in items]
+    trs = np.array([(s << 8) | (v is not None) for _, s, v in items], np.uint64)
+    kd, ko = pack_bytes(keys)
+    vd, vo = pack_bytes([b"" if v is None else v for _, _, v in items])
+    yield kd, ko, trs, vd, vo
+
+
+def table_chunks(tables, start, end, reverse: bool) -> Iterator[tuple]:
+    """Packed chunks of the tables' blocks that may hold keys in ``[start, end)``, in key order
+    (tables in key order, non-overlapping), or in reverse (each chunk still ascending inside)."""
+    order = reversed(tables) if reverse else tables
+    for t in order:
+        nb = t.num_blocks()
+        a = 0 if start is None else t.first_block_for(start)
+        b = nb - 1 if end is None else min(nb - 1, t.first_block_for(end))
+        if a > b or a >= nb:
+            continue
+        if not reverse:
+            for i in range(a, b + 1, CHUNK_BLOCKS):
+                yield t.decode_arrays(i, min(b, i + CHUNK_BLOCKS - 1))
+        else:
+            for j in range(b, a - 1, -CHUNK_BLOCKS):
+                yield t.decode_arrays(max(a, j - CHUNK_BLOCKS + 1), j)
+
+
+class _Source:
+    """One sorted input: its current chunk (clipped to ``[start, end)``) and the chunks to come."""
+
+    __slots__ = ("chunks", "cur", "more", "lo", "hi", "reverse")
+
+    def __init__(self, chunks, lo, hi, reverse):
+        self.chunks = chunks
+        self.cur = _EMPTY
+        self.more = True
+        self.lo = lo
+        self.hi = hi
+        self.reverse = reverse
+
+    def fill(self) -> None:
+        """Load chunks until the current one holds an entry in range, or the source ends."""
+        while self.more and len(self.cur[2]) == 0:
+            p = next(self.chunks, None)
+            if p is None:
+                self.more = False
+                return
+            n = len(p[2])
+            a = 0 if self.lo is None else SK.count_below(p[0], p[1], self.lo, False)
+            b = n if self.hi is None else SK.count_below(p[0], p[1], self.hi, False)
+            if (not self.reverse and b < n) or (self.reverse and a > 0):
+                self.more = False  # the range ends inside this chunk
+            self.cur = p if (a, b) == (0, n) else _slice(p, a, b)
+
+
+def merged(sources: list[Iterator[tuple]], start, end, reverse: bool, snap: int, on_close=None) -> Iterator[tuple[bytes, bytes]]:
+    """``(key, value)`` of the visible versions of the merged ``sources`` (each an iterator of
+    packed chunks in scan order, newest source first) with ``start <= key < end``.
+    ``on_close()`` is called once when the iteration ends, fails or is dropped.
+
+    The pairs of a round come from a C ``zip``, chained by ``itertools.chain``: no Python frame
+    runs per pair, only per round."""
+    return itertools.chain.from_iterable(_rounds(sources, start, end, reverse, snap, on_close))
+
+
+def _rounds(sources, start, end, reverse, snap, on_close):
+    try:
+        yield from _rounds_open(sources, start, end, reverse, snap)
+    finally:
+        if on_close is not None:
+            on_close()
+
+
+def _rounds_open(sources, start, end, reverse, snap):
+    lo = None if start is None else np.frombuffer(start, np.uint8)
+    hi = None if end is None else np.frombuffer(end, np.uint8)
+    srcs = [_Source(s, lo, hi, reverse) for s in sources]
+    while True:
+        for s in srcs:
+            s.fill()
+        srcs = [s for s in srcs if len(s.cur[2])]
+        if not srcs:
+            return
+        pending = [s for s in srcs if s.more]
+        takes = []
+        if pending:
+            if not reverse:  # the smallest last key among sources with more to come
+                bound = min((_key_at(s.cur, len(s.cur[2]) - 1).tobytes() for s in pending))
+            else:  # the largest first key among them
+                bound = max((_key_at(s.cur, 0).tobytes() for s in pending))
+            b = np.frombuffer(bound, np.uint8)
+            for s in srcs:
+                p = s.cur
+                n = len(p[2])
+                if not reverse:
+                    c = SK.count_below(p[0], p[1], b, True)  # entries <= bound
+                    takes.append(p if c == n else _slice(p, 0, c))
+                    s.cur = _EMPTY if c == n else _slice(p, c, n)
+                else:
+                    c = SK.count_below(p[0], p[1], b, False)  # entries < bound stay
+                    takes.append(p if c == 0 else _slice(p, c, n))
+                    s.cur = _EMPTY if c == 0 else _slice(p, 0, c)
+        else:
+            takes = [s.cur for s in srcs]
+            for s in srcs:
+                s.cur = _EMPTY
+        takes = [p for p in takes if len(p[2])]
+        if not takes:
+            continue
+        kd, ko, tr, vd, vo = concat_packed(takes)
+        run_starts = np.cumsum([0] + [len(p[2]) for p in takes])
+        sel = SK.merge_visible(kd, ko, tr, run_starts, snap, reverse)
+        if sel.shape[0] == 0:
+            continue
+        n = tr.shape[0]
+        keys = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(ko), pa.py_buffer(kd)]).to_pylist()
+        vals = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(vo), pa.py_buffer(vd)]).to_pylist()
+        pick = itemgetter(*sel.tolist())
+        if sel.shape[0] == 1:
+            yield zip((pick(keys),), (pick(vals),))
+        else:
+            yield zip(pick(keys), pick(vals))
