@@ -28,6 +28,11 @@ from .keys import JoinKeys, from_arrow, int_bits
 from .open_files import kept_open
 
 
+# a column chunk is decoded whole (the sequential fast path), then indexed, once more than
+# 1/DENSE of its rows are wanted: cheaper than decoding that many values one by one
+DENSE = 4
+
+
 def _numeric_from_arrow(arr: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
     valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else None
     if pa.types.is_boolean(arr.type):
@@ -115,6 +120,7 @@ class _ColumnarChunk(ProbeChunk):
         return self.num_rows if (whole or ch.compressed) else positions.shape[0]
 
     def numeric(self, name, positions, whole):
+        whole = whole or positions.shape[0] * DENSE > self.num_rows  # sequential unpack beats lookups
         ch = self._chunk(name)
         self._count(name, self._rows(ch, positions, whole))
         valid = ch.validity
@@ -205,11 +211,6 @@ class _ParquetChunk(ProbeChunk):
                 values, valid = values[positions], (None if valid is None else valid[positions])
             return pa.array(values, type=self.src.schema.field(name).type, mask=None if valid is None else ~valid)
         return self._col(name).take(pa.array(positions))
-
-
-# a Parquet column chunk is decoded whole (the sequential fast path), then indexed, once more
-# than 1/DENSE of its rows are wanted: cheaper than decoding that many values one by one
-DENSE = 4
 
 
 def _ascending(positions: np.ndarray) -> bool:
