@@ -96,6 +96,7 @@ class ParquetColumns:
         self._arrow = metadata.schema.to_arrow_schema()
         self._columns: dict[str, _Column | None] = {}
         self._spare: list[tuple[np.ndarray, np.ndarray]] = []  # scratch buffers not in use
+        self._arange: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()
 
     def _take_work(self, ints: int, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -113,6 +114,15 @@ class ParquetColumns:
     def _give_work(self, work: tuple[np.ndarray, np.ndarray]) -> None:
         with self._lock:
             self._spare.append(work)
+
+    def _all_rows(self, nrows: int) -> np.ndarray:
+        """``arange(nrows)``, made once per row-group size (whole-chunk reads). Shared: only ever
+        passed to the kernels, which do not write it (left writable so that they need no second
+        compiled variant for read-only input)."""
+        rows = self._arange.get(nrows)
+        if rows is None:
+            rows = self._arange[nrows] = np.arange(nrows, dtype=np.int64)
+        return rows
 
     def _column(self, name: str) -> _Column | None:
         if name in self._columns:
@@ -184,7 +194,7 @@ class ParquetColumns:
             return None
         nrows = self.metadata.row_group(row_group).num_rows
         if positions is None:
-            positions = np.arange(nrows, dtype=np.int64)
+            positions = self._all_rows(nrows)
         else:
             positions = np.ascontiguousarray(positions, dtype=np.int64)
             if positions.ndim != 1:
