@@ -224,3 +224,43 @@ def test_polars_written_file(tmp_path, compression):
     p = tmp_path / "polars.parquet"
     df.write_parquet(p, compression=compression, row_group_size=10_000)
     _check_file(p, pq.read_table(p))
+
+
+def test_dictionary_entry_count_beyond_its_page_is_corruption(tmp_path):
+    """A dictionary header claiming more entries than its page holds is rejected before any gather,
+    whether the page is decompressed or read in place (compressible and literal-only dictionaries)."""
+    rng = np.random.default_rng(8)
+    for values in (rng.integers(0, 1 << 20, 5000), rng.integers(-(1 << 62), 1 << 62, 5000)):
+        p = tmp_path / "d.parquet"
+        pq.write_table(pa.table({"x": values}), p, compression="snappy")
+        md = pq.ParquetFile(p).metadata
+        c = md.row_group(0).column(0)
+        with ParquetColumns(p) as pc:
+            start, end = pc._chunk_range(c)
+            pages, n = pc._pages(start, end, "x")
+        assert pages[0, H.P_TYPE] == 2
+        raw = p.read_bytes()
+        head = raw[start:pages[0, H.P_BODY]]
+        entries = int(pages[0, H.P_NVALUES])
+        # num_values is field 1 of DictionaryPageHeader: a zigzag varint; write a larger one
+        old = _zigzag_varint(entries)
+        new = _zigzag_varint(entries + 1)  # one entry more than the page holds
+        assert len(new) == len(old) and head.count(old) >= 1
+        q = tmp_path / "bad.parquet"
+        i = head.index(old)
+        q.write_bytes(raw[:start + i] + new + raw[start + i + len(old):])
+        with ParquetColumns(q, metadata=md) as pc:
+            for positions in (None, np.array([0, 4999])):
+                with pytest.raises(CorruptionError):
+                    pc.read(0, "x", positions)
+
+
+def _zigzag_varint(v: int) -> bytes:
+    z = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while True:
+        b = z & 0x7F
+        z >>= 7
+        out.append(b | (0x80 if z else 0))
+        if not z:
+            return bytes(out)

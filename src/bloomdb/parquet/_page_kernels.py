@@ -19,12 +19,10 @@ from ._snappy_kernels import NOT_LITERALS, gather_literals, put_bytes, snappy_by
 
 ENC_PLAIN = 0
 ENC_PLAIN_DICTIONARY = 2
-ENC_RLE = 3
 ENC_RLE_DICTIONARY = 8
 ENC_BYTE_STREAM_SPLIT = 9
 CODEC_UNCOMPRESSED = 0
 CODEC_SNAPPY = 1
-
 
 
 @njit(cache=True, nogil=True)
@@ -187,11 +185,9 @@ def read_at(buf, pages, npages, codec, width, max_def, positions, out, valid, iw
                     st = snappy_decompress(buf, body, body + csize, dictionary)
                     if st != ST_OK:
                         return st
-                elif dict_n * width > usize:
-                    return ST_CORRUPT
-                continue
             else:  # copied to the start of bwork: aligned for the typed gather
                 dictionary[:] = buf[body:body + csize]
+            # every entry lies in the decoded page, whichever way it is read (the gathers trust it)
             if dict_n * width > dictionary.shape[0]:
                 return ST_CORRUPT
             continue
