@@ -42,6 +42,22 @@ def _rle_value(buf, pos, end, vbytes):
     return v, pos + vbytes
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _run_header(buf, pos, end):
+    """A run's header varint and the position after it; -1 when cut off or when it claims more
+    than 2^40 values (no page holds that many, and the counts below must not overflow)."""
+    h, pos = varint(buf, pos, end)
+    if pos < 0 or (h >> 1) > (1 << 40):
+        return np.int64(0), np.int64(-1)
+    return h, pos
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _packed_value(buf, pos, i, width, stop):
+    """Value ``i`` of the bit-packed run whose bytes are ``buf[pos:stop]``; -1 past ``stop``."""
+    return _read_bits(buf, pos, i * width, width, stop)
+
+
 @njit(cache=True, nogil=True)
 def hybrid_at(buf, pos, end, width, wanted, out):
     """Decode the RLE / bit-packed hybrid run sequence at ``buf[pos:end]`` (values of ``width``
@@ -53,7 +69,7 @@ def hybrid_at(buf, pos, end, width, wanted, out):
     base = np.int64(0)
     vbytes = (width + 7) >> 3
     while j < m:
-        h, pos = varint(buf, pos, end)
+        h, pos = _run_header(buf, pos, end)
         if pos < 0:
             return ST_CORRUPT
         if h & 1:
@@ -62,32 +78,12 @@ def hybrid_at(buf, pos, end, width, wanted, out):
             if nb > end - pos:
                 # the last bit-packed run may be cut to the bytes its real values need
                 nb = end - pos
-            j2 = j
-            while j2 < m and wanted[j2] < base + count:
-                j2 += 1
-            if (j2 - j) * 8 >= count:  # dense: every value of the run up to its last wanted one
-                mask = np.uint64((1 << width) - 1)
-                stop = pos + nb
-                last = wanted[j2 - 1] - base
-                for i in range(last + 1):
-                    bit = i * width
-                    at = pos + (bit >> 3)
-                    if at + 8 <= stop:
-                        v = np.int64((load_u64(buf, at) >> np.uint64(bit & 7)) & mask)
-                    else:
-                        v = _read_bits(buf, pos, bit, width, stop)
-                        if v < 0:
-                            return ST_CORRUPT
-                    while j < j2 and wanted[j] - base == i:
-                        out[j] = v
-                        j += 1
-            else:  # sparse: read each wanted value where it lies
-                while j < j2:
-                    v = _read_bits(buf, pos, (wanted[j] - base) * width, width, pos + nb)
-                    if v < 0:
-                        return ST_CORRUPT
-                    out[j] = v
-                    j += 1
+            while j < m and wanted[j] < base + count:  # each read where it lies (one unaligned load)
+                v = _packed_value(buf, pos, wanted[j] - base, width, pos + nb)
+                if v < 0:
+                    return ST_CORRUPT
+                out[j] = v
+                j += 1
             pos += nb
         else:
             count = h >> 1
@@ -114,28 +110,21 @@ def unpack_hybrid(buf, pos, end, width, out):
     """Decode the first ``len(out)`` values (``width`` <= 32 bits) of the RLE / bit-packed hybrid
     run sequence at ``buf[pos:end]`` in order. Returns ``ST_OK`` or ``ST_CORRUPT``."""
     n = out.shape[0]
-    mask = np.uint64((1 << width) - 1)
     vbytes = (width + 7) >> 3
     i = 0
     while i < n:
-        h, pos = varint(buf, pos, end)
+        h, pos = _run_header(buf, pos, end)
         if pos < 0:
             return ST_CORRUPT
         if h & 1:
             nb = min((h >> 1) * width, end - pos)
             take = min((h >> 1) * 8, n - i)
-            stop = pos + nb
             for t in range(take):
-                bit = t * width
-                at = pos + (bit >> 3)
-                if at + 8 <= stop:
-                    out[i + t] = np.int64((load_u64(buf, at) >> np.uint64(bit & 7)) & mask)
-                else:
-                    v = _read_bits(buf, pos, bit, width, stop)
-                    if v < 0:
-                        return ST_CORRUPT
-                    out[i + t] = v
-            pos = stop
+                v = _packed_value(buf, pos, t, width, pos + nb)
+                if v < 0:
+                    return ST_CORRUPT
+                out[i + t] = v
+            pos += nb
         else:
             v, pos = _rle_value(buf, pos, end, vbytes)
             if pos < 0:
@@ -159,7 +148,7 @@ def defined_at(buf, pos, end, first, nrows, rows, valid, vidx):
     stop = first + nrows
     before = np.int64(0)  # defined rows before `base`
     while base < stop:
-        h, pos = varint(buf, pos, end)
+        h, pos = _run_header(buf, pos, end)
         if pos < 0:
             return ST_CORRUPT
         if h & 1:
