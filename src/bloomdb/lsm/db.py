@@ -24,7 +24,6 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import BloomDBError, CorruptionError, InvalidArgument, KeyTypeError
-from ..hashing import hash64 as _xxh3  # XXH3-64 seed 0: the filters' hash
 from . import _lsm_kernels as K
 from . import manifest as mf
 from . import scan, wal
@@ -580,7 +579,7 @@ class DB:
     def _ask(self, ver: Version, s: int, key: bytes) -> bool:
         """The filter check the kernel left to Python (a filter to load, partitions, another
         family): counted like the kernel's; False means "not here"."""
-        verdict = ver.directory.check(s, key, _xxh3(key))
+        verdict = ver.directory.check(s, key)
         ver.refresh_probe()  # the check may have laid the directory out again
         if verdict is None:
             return True

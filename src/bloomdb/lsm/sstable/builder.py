@@ -74,6 +74,32 @@ def _filter_bytes(spec: str, kdata, koff, first, a: int, b: int) -> bytes:
     return filters.build(spec, keys_arr).to_bytes()
 
 
+#: Keys of the trial build of :func:`filter_spec_problem`: empty, binary, short and long keys.
+_TRIAL_KEYS = [b"", b"\x00", b"\xff\x00\x01", b"a", b"bloomdb", b"k" * 17, bytes(range(64))] + [b"%08d" % i for i in range(64)]
+
+
+def filter_spec_problem(spec: str) -> str | None:
+    """Why tables cannot carry filter ``spec`` (``None``: they can). The filter is built over a
+    few keys exactly as a table builds it, read back from its bytes by the reader's path
+    (:func:`bloomdb.filters.from_bytes`) and asked for every key through the family's contract:
+    an exception (a bad family or parameter: ``"blocked:-1"``, ``"cuckoo:10"``), a false
+    negative or another family read back is a reason. Cost: one tiny build (the family's
+    kernels are loaded once per process)."""
+    try:
+        kdata, koff = pack_bytes(_TRIAL_KEYS)
+        blob = _filter_bytes(spec, kdata, koff, np.ones(len(_TRIAL_KEYS), np.bool_), 0, len(_TRIAL_KEYS))
+        f = filters.from_bytes(blob)
+        name, _ = filters.parse_spec(spec)
+        if f.family != name:
+            return f"a {name} filter reads back as family {f.family!r}"
+        lost = [k for k in _TRIAL_KEYS if not f.might_contain(k)]
+    except Exception as e:  # noqa: BLE001 - every failure is a reason to refuse the spec
+        return f"{type(e).__name__}: {e}"
+    if lost:
+        return f"the filter read back from its bytes misses {len(lost)} of {len(_TRIAL_KEYS)} keys it was built from"
+    return None
+
+
 def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff, filter_spec: str | None,
                        block_size: int, restart_interval: int, compression: str | None,
                        sync: bool = True, partition_blocks: int = 0) -> TableInfo:
