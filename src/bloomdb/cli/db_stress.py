@@ -7,16 +7,18 @@ import shutil
 import tempfile
 import time
 
+from .args import existing_folder, non_negative_int, positive_float, positive_int
+
 NAME = "db-stress"
 HELP = "check the LSM store against a dict under random ops and SIGKILL crashes"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ops", type=int, default=100_000, help="random operations in the model check")
-    p.add_argument("--kills", type=int, default=50, help="SIGKILL cycles (0 = none)")
-    p.add_argument("--kill-every", type=float, default=0.25, help="longest time (s) a child writes before it is killed")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--dir", default=None, help="where to put the temporary stores")
+    p.add_argument("--ops", type=positive_int, default=100_000, help="random operations in the model check")
+    p.add_argument("--kills", type=non_negative_int, default=50, help="SIGKILL cycles (0 = none)")
+    p.add_argument("--kill-every", type=positive_float, default=0.25, help="longest time (s) a child writes before it is killed")
+    p.add_argument("--seed", type=non_negative_int, default=0)
+    p.add_argument("--dir", type=existing_folder, default=None, help="where to put the temporary stores")
 
 
 def run(args: argparse.Namespace) -> int:

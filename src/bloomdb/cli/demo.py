@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import time
 
+from .args import plot_file, positive_int
+
 NAME = "demo"
 HELP = "build every filter family over 1M keys, print the table and draw FPR vs bits/key"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--keys", type=int, default=1_000_000, help="keys per filter in the table (default 1M)")
-    p.add_argument("--plot", default="bloomdb-demo-fpr.png", help="where to write the FPR plot")
-    p.add_argument("--sweep-keys", type=int, default=200_000, help="keys per filter in the plot sweep")
+    p.add_argument("--keys", type=positive_int, default=1_000_000, help="keys per filter in the table (default 1M)")
+    p.add_argument("--plot", type=plot_file, default="bloomdb-demo-fpr.png", help="where to write the FPR plot")
+    p.add_argument("--sweep-keys", type=positive_int, default=200_000, help="keys per filter in the plot sweep")
 
 
 def run(args: argparse.Namespace) -> int:
