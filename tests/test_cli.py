@@ -63,7 +63,12 @@ def test_demo_runs(tmp_path, capsys):
     plot = tmp_path / "demo.png"
     assert main(["demo", "--keys", "100000", "--sweep-keys", "20000", "--plot", str(plot)]) == 0
     assert plot.exists()
-    assert "blocked:10" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "blocked:10" in out
+    import re
+
+    numbers = [int(m) for m in re.findall(r"^(\d+)\. ", out, flags=re.M)]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 6, numbers
 
 
 BAD_INPUTS = [
@@ -136,3 +141,19 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
     assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"bloomdb {__version__}"
+
+
+def test_plot_fits_the_data_and_bounds_zero_fp_points(tmp_path):
+    """No axis down to 1e-16 for a model line; a point with no FP is an upper bound at 3/N, not 1e-9."""
+    rs = [fb.run_one(s, n=5000, absent=20_000, repeats=1) for s in ("blocked:6", "ribbon:24")]
+    assert rs[1].false_positives == 0  # 24 bits/key ribbon: ~1e-7, none in 20K queries
+    (x0, x1), (y0, y1) = fb.plot_limits(rs)
+    assert x0 < rs[0].bits_per_key < rs[1].bits_per_key < x1 < rs[1].bits_per_key + 2
+    assert y1 == 1.0 and y0 == pytest.approx(fb.zero_fp_bound(20_000) / 4)
+    assert fb.plot(rs, str(tmp_path / "p.png")) and (tmp_path / "p.png").stat().st_size > 10_000
+
+
+def test_calc_shows_the_k_each_family_uses(capsys):
+    assert main(["calc", "--keys", "10", "--fpr", "0.01", "--bytes", "1"]) == 0
+    sbbf = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("sbbf")][0].split()
+    assert sbbf[4] == "8"  # split-block Bloom sets one bit in each of 8 words, whatever the size

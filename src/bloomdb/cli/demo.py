@@ -35,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
     sweep = fb.sweep(bits_per_key=[4, 6, 8, 10, 12, 16, 20], n=args.sweep_keys, repeats=1, absent=1_000_000)
     path = fb.plot(sweep, args.plot, title="bloomdb: measured FPR vs bits/key")
     print(f"   plot written to {path}")
-    for hook in _sections():
+    for number, (title, hook) in enumerate(_sections(), start=3):
+        print(f"\n{number}. {title}")
         hook()
     print(f"\ndemo finished in {time.perf_counter() - t0:.1f} s")
     return 0
@@ -45,17 +46,23 @@ def _equal_fpr_section() -> None:
     """Memory at equal FP rate: blocked vs the static paired and ribbon filters (~5 s)."""
     from ..bench import equal_fpr as ef
 
-    print("\n3. Memory at equal FP rate (200,000 keys; bits/key found by bisection on measured FPR):\n")
+    print()
     points = ef.equal_fpr(["blocked", "paired", "ribbon"], [1e-2, 1e-4], n=200_000, steps=6)
     print(ef.format_table(points))
 
 
 def _sections():
-    """Further demo sections contributed by the engines (store, join), in order."""
-    from ..bench.lsm_demo import demo_hook as lsm_hook
+    """Further demo sections, in order: (title, function printing the section's body).
+    The driver numbers them after the two filter sections."""
+    from ..bench.lsm_demo import DEMO_TITLE, demo_hook as lsm_hook
     from . import demo_formats
 
-    return [_equal_fpr_section, demo_formats.section, lsm_hook, _join_section]
+    return [
+        ("Memory at equal FP rate (200,000 keys; bits/key found by bisection on measured FPR):", _equal_fpr_section),
+        ("Filters in other formats", demo_formats.section),
+        (DEMO_TITLE, lsm_hook),
+        ("The filtered hash join (bloomdb.join)", _join_section),
+    ]
 
 
 def _join_section() -> None:
