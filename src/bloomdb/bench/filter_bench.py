@@ -152,14 +152,21 @@ def run_one(
 DEFAULT_SWEEP_BPK = [4, 6, 8, 10, 12, 16, 20, 24]
 
 
-def sweep(families: list[str] | None = None, bits_per_key: list[float] | None = None, **kw) -> list[FilterResult]:
-    """``run_one`` for every family (default: all registered) at every bits/key."""
+def sweep(families: list[str] | None = None, bits_per_key: list[float] | None = None, progress: bool = False,
+          **kw) -> list[FilterResult]:
+    """``run_one`` for every family (default: all registered) at every bits/key; ``progress``
+    shows a bar with the time left on a terminal."""
+    from .progress import bar
+
     families = families or [i.name for i in filters.available()]
     bpks = bits_per_key or DEFAULT_SWEEP_BPK
+    specs = [spec for name in families for spec in filters.family(name).bench_specs(bpks)]
     out = []
-    for name in families:
-        for spec in filters.family(name).bench_specs(bpks):
+    with bar(len(specs), "sweep", unit="filter", enabled=progress) as b:
+        for spec in specs:
+            b.set_postfix_str(spec)
             out.append(run_one(spec, **kw))
+            b.update()
     return out
 
 

@@ -23,15 +23,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..bench import stress
+    from ..bench.progress import bar
 
     root = tempfile.mkdtemp(prefix="bloomdb-stress-", dir=args.dir)
     try:
         t = time.perf_counter()
-        bad = stress.model_check(f"{root}/model", args.ops, args.seed)
+        with bar(args.ops, "model check", unit="op", unit_scale=True) as b:
+            bad = stress.model_check(f"{root}/model", args.ops, args.seed, report=b.write, tick=b.update)
         print(f"model check: {args.ops:,} ops, {bad} divergences ({time.perf_counter() - t:.1f} s)")
         if args.kills:
             t = time.perf_counter()
-            k = stress.kill_check(f"{root}/kill", args.kills, args.kill_every, args.seed)
+            with bar(args.kills, "kill check", unit="kill") as b:
+                k = stress.kill_check(f"{root}/kill", args.kills, args.kill_every, args.seed, report=b.write, tick=b.update)
             print(f"kill check: {args.kills} SIGKILLs, {k} problems ({time.perf_counter() - t:.1f} s)")
             bad += k
     finally:

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     if args.sweep:
         fams = args.families.split(",") if args.families else None
         results = fb.sweep(fams, args.sweep_bits, n=args.keys, key_type=args.key_type, absent=args.absent,
-                           repeats=args.repeats)
+                           repeats=args.repeats, progress=True)
     else:
         specs = []
         for item in args.impl.split(","):
@@ -77,13 +77,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_equal_fpr(args: argparse.Namespace) -> int:
     from ..bench import equal_fpr as ef
+    from ..bench.progress import bar
 
-    fams = args.families.split(",") if args.families else None
-    points = ef.equal_fpr(
-        fams, args.equal_fpr, n=args.keys, absent=args.absent, key_type=args.key_type,
-        progress=lambda p: print(f"  {p.target_fpr:g}: {p.spec} -> {p.bits_per_key:.2f} bits/key, FPR {p.fpr:.3e}",
-                                 file=sys.stderr, flush=True),
-    )
+    fams = args.families.split(",") if args.families else list(ef.DEFAULT_FAMILIES)
+    with bar(len(fams) * len(args.equal_fpr), "equal FPR", unit="point") as b:
+        def done(p) -> None:
+            b.write(f"  {p.target_fpr:g}: {p.spec} -> {p.bits_per_key:.2f} bits/key, FPR {p.fpr:.3e}", file=sys.stderr)
+            b.update()
+
+        points = ef.equal_fpr(fams, args.equal_fpr, n=args.keys, absent=args.absent, key_type=args.key_type,
+                              progress=done)
     print(ef.format_table(points))
     if args.json:
         with open(args.json, "w") as fh:
