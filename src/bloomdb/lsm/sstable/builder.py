@@ -57,6 +57,10 @@ def build_table(fs, path: str, number: int, keys: list[bytes], trailers: list[in
 
 
 PARTITION_MAGIC = b"BDBP"
+#: A table is written as ``NNNNNN.sst.tmp`` and renamed when complete: a file named ``.sst``
+#: always ends in the table footer, and a crash mid-build leaves a ``.tmp`` that recovery knows
+#: is the store's own (the store's garbage collection never guesses from a name alone).
+TMP_SUFFIX = ".tmp"
 _crc32c = crc32c.crc32c
 
 
@@ -72,6 +76,32 @@ def _filter_bytes(spec: str, kdata, koff, first, a: int, b: int) -> bytes:
     keys_arr = pa.Array.from_buffers(pa.large_binary(), ko.shape[0] - 1,
                                      [None, pa.py_buffer(np.ascontiguousarray(ko)), pa.py_buffer(np.ascontiguousarray(kd))])
     return filters.build(spec, keys_arr).to_bytes()
+
+
+#: Keys of the trial build of :func:`filter_spec_problem`: empty, binary, short and long keys.
+_TRIAL_KEYS = [b"", b"\x00", b"\xff\x00\x01", b"a", b"bloomdb", b"k" * 17, bytes(range(64))] + [b"%08d" % i for i in range(64)]
+
+
+def filter_spec_problem(spec: str) -> str | None:
+    """Why tables cannot carry filter ``spec`` (``None``: they can). The filter is built over a
+    few keys exactly as a table builds it, read back from its bytes by the reader's path
+    (:func:`bloomdb.filters.from_bytes`) and asked for every key through the family's contract:
+    an exception (a bad family or parameter: ``"blocked:-1"``, ``"cuckoo:10"``), a false
+    negative or another family read back is a reason. Cost: one tiny build (the family's
+    kernels are loaded once per process)."""
+    try:
+        kdata, koff = pack_bytes(_TRIAL_KEYS)
+        blob = _filter_bytes(spec, kdata, koff, np.ones(len(_TRIAL_KEYS), np.bool_), 0, len(_TRIAL_KEYS))
+        f = filters.from_bytes(blob)
+        name, _ = filters.parse_spec(spec)
+        if f.family != name:
+            return f"a {name} filter reads back as family {f.family!r}"
+        lost = [k for k in _TRIAL_KEYS if not f.might_contain(k)]
+    except Exception as e:  # noqa: BLE001 - every failure is a reason to refuse the spec
+        return f"{type(e).__name__}: {e}"
+    if lost:
+        return f"the filter read back from its bytes misses {len(lost)} of {len(_TRIAL_KEYS)} keys it was built from"
+    return None
 
 
 def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff, filter_spec: str | None,
@@ -147,7 +177,8 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
         pos += len(framed)
     h = Handles(handles[0][0], handles[0][1], handles[1][0], handles[1][1], handles[2][0], handles[2][1])
     parts.append(encode_footer(h))
-    f = fs.open_append(path)
+    tmp = path + TMP_SUFFIX  # complete tables only under their real name (see TMP_SUFFIX)
+    f = fs.open_append(tmp)
     try:
         for part in parts:  # one write each: no joined copy of the table (held the GIL)
             f.write(part)
@@ -155,4 +186,5 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
             f.sync()
     finally:
         f.close()
+    fs.rename(tmp, path)
     return TableInfo(number, pos + 64, n, meta.min_key, meta.max_key, meta.min_seq, meta.max_seq)
