@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import InvalidArgument
 
 MAX_LEVELS = 7
-_FS_METHODS = ("open_append", "write_atomic", "read_all", "listdir", "exists", "remove", "makedirs")
+_FS_METHODS = ("open_append", "write_atomic", "read_all", "listdir", "exists", "remove", "rename", "makedirs")
 _COMPRESSION_MODULES = {"zstd": "zstandard", "lz4": "lz4.frame"}
 
 

@@ -57,6 +57,10 @@ def build_table(fs, path: str, number: int, keys: list[bytes], trailers: list[in
 
 
 PARTITION_MAGIC = b"BDBP"
+#: A table is written as ``NNNNNN.sst.tmp`` and renamed when complete: a file named ``.sst``
+#: always ends in the table footer, and a crash mid-build leaves a ``.tmp`` that recovery knows
+#: is the store's own (the store's garbage collection never guesses from a name alone).
+TMP_SUFFIX = ".tmp"
 _crc32c = crc32c.crc32c
 
 
@@ -173,7 +177,8 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
         pos += len(framed)
     h = Handles(handles[0][0], handles[0][1], handles[1][0], handles[1][1], handles[2][0], handles[2][1])
     parts.append(encode_footer(h))
-    f = fs.open_append(path)
+    tmp = path + TMP_SUFFIX  # complete tables only under their real name (see TMP_SUFFIX)
+    f = fs.open_append(tmp)
     try:
         for part in parts:  # one write each: no joined copy of the table (held the GIL)
             f.write(part)
@@ -181,4 +186,5 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
             f.sync()
     finally:
         f.close()
+    fs.rename(tmp, path)
     return TableInfo(number, pos + 64, n, meta.min_key, meta.max_key, meta.min_seq, meta.max_seq)
