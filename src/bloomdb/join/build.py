@@ -16,12 +16,14 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import filters
 from ..errors import InvalidArgument
 from ..filters.base import HashedFilter
 from . import _join_kernels as K
-from .keys import JoinKeys, _ro, from_arrow, key_kind
+from .compare import KeyDomain
+from .keys import JoinKeys, _ro, from_arrow
 
 #: Default fixed filter size: 256 KiB, the Floe post's choice (fits in L2).
 DEFAULT_FILTER_BYTES = 256 * 1024
@@ -62,13 +64,15 @@ def make_filter(spec: str, keys: JoinKeys, size_bytes: int | None = None, arrow_
 class BuildSide:
     """Hash table + filter over the build side's key column (see module docstring)."""
 
-    def __init__(self, table: pa.Table, key: str, filter_spec: str | None, filter_size_bytes: int | None = None):
+    def __init__(self, table: pa.Table, key: str, domain: KeyDomain, filter_spec: str | None,
+                 filter_size_bytes: int | None = None):
         if key not in table.column_names:
             raise InvalidArgument(f"build side has no column {key!r} (columns: {', '.join(table.column_names)})")
         self.table = table
         self.key = key
-        self.kind = key_kind(table.schema.field(key).type, key)
-        keys = from_arrow(table[key], self.kind)
+        self.domain = domain
+        self.kind = domain.kind
+        keys = from_arrow(table[key], domain)
         self.keys = keys
         self.num_rows = keys.n
         rows = np.arange(keys.n, dtype=np.int64) if keys.valid is None else np.flatnonzero(keys.valid)
@@ -142,46 +146,42 @@ class BuildSide:
         K.expand_pairs(pos, grp, self.group_start, self.group_rows, out_pos, out_row)
         return out_pos, out_row
 
-    def distinct_keys(self, physical_int32: bool = False) -> Any:
-        """The distinct non-null build keys (numpy ints, or an Arrow array of strings/bytes);
-        ``physical_int32`` keeps only integers that fit a 32-bit column."""
+    def distinct_keys(self, probe_type: pa.DataType) -> Any:
+        """The distinct build keys as values of the probe key's type (numpy storage integers, or an
+        Arrow array of strings/bytes), leaving out keys no probe value equals; None when they
+        cannot be given in that type (then the probe's own Bloom filters cannot be asked)."""
         if self.kind == "int":
-            live = self.keys.ints if self.keys.valid is None else self.keys.ints[self.keys.valid]
-            u = np.unique(live.view(np.int64))
-            if physical_int32:
-                u = u[(u >= -(2**31)) & (u < 2**31)]
-            return u
-        import pyarrow.compute as pc
-
+            return self.domain.decode(np.unique(self._live()), probe_type)
         col = self.table[self.key]
         if pa.types.is_dictionary(col.type):
             col = col.cast(col.type.value_type)
         return pc.unique(col.drop_null())
 
+    def _live(self) -> np.ndarray:
+        """The build keys' words that can match (nulls and unrepresentable keys left out)."""
+        return self.keys.ints if self.keys.valid is None else self.keys.ints[self.keys.valid]
+
     # ---- min/max pruning -------------------------------------------------------------------
 
-    def any_key_between(self, lo: Any, hi: Any, signed: bool = True) -> bool:
-        """True unless no build key lies in ``[lo, hi]`` (chunk statistics; None = unknown).
-
-        ``signed`` says how the probe column orders integers (fixed for one join)."""
-        if lo is None or hi is None:
+    def any_key_between(self, bounds: tuple[Any, Any] | None) -> bool:
+        """True unless no build key lies in ``bounds`` = (lo, hi), a probe chunk's statistics in
+        the domain's order (:meth:`KeyDomain.stat_range`; None = unknown)."""
+        if bounds is None:
             return True
         if self.non_null_rows == 0:
             return False
         if self._sorted is None:
-            if self.kind == "int":
-                live = self.keys.ints if self.keys.valid is None else self.keys.ints[self.keys.valid]
-                self._sorted = np.sort(live.view(np.int64) if signed else live)
+            order = self.domain.order
+            if order in ("int64", "uint64"):
+                live = self._live()
+                self._sorted = np.sort(live.view(np.int64) if order == "int64" else live)
             else:
                 col = self.table[self.key].drop_null()
                 if pa.types.is_dictionary(col.type):
                     col = col.cast(col.type.value_type)
-                self._sorted = np.array(sorted(set(col.to_pylist())), dtype=object)
-        arr = self._sorted
-        try:
-            i = int(np.searchsorted(arr, lo, side="left"))
-        except TypeError:  # incomparable statistics (e.g. bytes vs str): cannot prune
-            return True
+                self._sorted = np.array(sorted(set(col.cast(pa.large_binary()).to_pylist())), dtype=object)
+        arr, (lo, hi) = self._sorted, bounds
+        i = int(np.searchsorted(arr, lo, side="left"))
         return i < arr.shape[0] and arr[i] <= hi
 
 
