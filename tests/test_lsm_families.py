@@ -212,7 +212,7 @@ def test_a_filter_that_cannot_be_built_leaves_a_table_without_one_not_a_stopped_
     with DB.open(p, o) as db:
         _write(db, KEYS)
         db.flush()
-        assert [r.table.filter_bytes for r in db._state[2].all_refs()] == [0]
+        assert [(r.table.filter_bytes, r.table.meta.filter_spec) for r in db._state[2].all_refs()] == [(0, None)]
         _write(db, KEYS[:50])
         db.flush()  # a small table still gets its cuckoo filter
         assert sorted(r.table.filter_bytes > 0 for r in db._state[2].all_refs()) == [False, True]

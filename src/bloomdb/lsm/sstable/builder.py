@@ -183,7 +183,7 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
     seqs = tr >> np.uint64(8)
     dels = int(np.count_nonzero((tr & np.uint64(0xFF)) == 0))
     meta = Meta(n, dels, int(seqs.min()), int(seqs.max()), int(koff[-1] - koff[0]), int(voff[-1] - voff[0]),
-                len(ends), key(0), key(n - 1), filter_spec)
+                len(ends), key(0), key(n - 1), filter_spec if fbytes else None)
     handles = []
     for blob in (fbytes, encode_meta(meta), index):
         framed = frame(blob, 0)
