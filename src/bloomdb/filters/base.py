@@ -24,8 +24,10 @@ call and their checksum always matches their bytes.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import tempfile
 import threading
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
@@ -413,14 +415,25 @@ class Filter(ABC):
             raise CorruptionError(f"bad {cls.family} filter parameters: {exc}", source) from exc
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write :meth:`to_bytes` to ``path`` atomically (temp file, fsync, rename)."""
+        """Write :meth:`to_bytes` to ``path`` atomically: a uniquely named temp file beside it
+        (so concurrent saves, from threads or processes, never write into one another's), fsync,
+        rename, fsync of the directory. On any error the temp file is removed and ``path`` is
+        untouched. A filter open on the old file (even memory-mapped) keeps its contents."""
         path = os.fspath(path)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        with open(tmp, "wb") as fh:
-            fh.write(self.to_bytes())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        data = self.to_bytes()
+        folder = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp-", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(tmp)
+            raise
+        _fsync_dir(folder)
 
     def copy(self) -> "Filter":
         """An independent deep copy (same family, parameters, bits and count; see :meth:`_snapshot`)."""
@@ -483,6 +496,20 @@ class Filter(ABC):
         self._check_compatible(other)
         self._merge(other)
         return self
+
+
+def _fsync_dir(folder: str) -> None:
+    """Make a rename in ``folder`` durable (no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def _unpickle(data: bytes) -> Filter:
