@@ -63,4 +63,97 @@ def test_demo_runs(tmp_path, capsys):
     plot = tmp_path / "demo.png"
     assert main(["demo", "--keys", "100000", "--sweep-keys", "20000", "--plot", str(plot)]) == 0
     assert plot.exists()
-    assert "blocked:10" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "blocked:10" in out
+    import re
+
+    numbers = [int(m) for m in re.findall(r"^(\d+)\. ", out, flags=re.M)]
+    assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 6, numbers
+
+
+BAD_INPUTS = [
+    ["calc", "--keys", "-5", "--fpr", "0.01"],
+    ["calc", "--keys", "10", "--fpr", "2"],
+    ["calc", "--keys", "ten", "--fpr", "0.01"],
+    ["demo", "--keys", "0"],
+    ["demo", "--plot", "/no/such/folder/fpr.png"],
+    ["demo", "--plot", "fpr.txt"],
+    ["filter-bench", "--equal-fpr", "2"],
+    ["filter-bench", "--impl", "nosuch", "--keys", "1000"],
+    ["filter-bench", "--impl", "blocked:-1", "--keys", "1000"],
+    ["filter-bench", "--sweep", "--sweep-bits", "4,x"],
+    ["filter-bench", "--keys", "0"],
+    ["db-bench", "--num", "abc"],
+    ["db-bench", "--num", "-3"],
+    ["db-bench", "--benchmarks", "fillseq,nosuch"],
+    ["db-bench", "--compare", "mysql"],
+    ["db-bench", "--filter", "register:9", "--num", "100"],
+    ["db-bench", "--dir", "/no/such/folder"],
+    ["db-stress", "--ops", "-1"],
+    ["db-stress", "--kills", "-2"],
+    ["db-stress", "--kill-every", "0"],
+    ["join-bench", "--rows", "0"],
+    ["join-bench", "--fractions", "0,2"],
+    ["join-bench", "--compare", "spark"],
+    ["join-bench", "--modes", "sometimes"],
+]
+
+
+@pytest.mark.parametrize("argv", BAD_INPUTS, ids=[" ".join(a) for a in BAD_INPUTS])
+def test_bad_input_is_one_line_and_status_2(argv, capsys):
+    """Every command refuses bad input as argparse does: status 2, one 'error:' line, no traceback."""
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    errors = [ln for ln in err.splitlines() if "error:" in ln]
+    assert len(errors) == 1 and errors[0].startswith(f"bloomdb {argv[0]}: error: "), err
+
+
+def test_bad_input_in_a_real_process_prints_no_traceback():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "bloomdb.cli.main", "calc", "--keys", "-5", "--fpr", "0.01"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1] == "bloomdb calc: error: argument --keys: must be a positive integer, got -5"
+
+
+def test_error_raised_while_running_is_one_line(capsys, monkeypatch):
+    from bloomdb.bench import calc
+    from bloomdb.errors import CorruptionError
+
+    def broken(*a, **k):
+        raise CorruptionError("block 3 of x.sst: bad checksum\n(details)")
+
+    monkeypatch.setattr(calc, "calculate", broken)
+    with pytest.raises(SystemExit) as exc:
+        main(["calc", "--keys", "10", "--fpr", "0.01"])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err == "bloomdb calc: error: block 3 of x.sst: bad checksum (details)\n"
+
+
+def test_version(capsys):
+    from bloomdb import __version__
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"bloomdb {__version__}"
+
+
+def test_plot_fits_the_data_and_bounds_zero_fp_points(tmp_path):
+    """No axis down to 1e-16 for a model line; a point with no FP is an upper bound at 3/N, not 1e-9."""
+    rs = [fb.run_one(s, n=5000, absent=20_000, repeats=1) for s in ("blocked:6", "ribbon:24")]
+    assert rs[1].false_positives == 0  # 24 bits/key ribbon: ~1e-7, none in 20K queries
+    (x0, x1), (y0, y1) = fb.plot_limits(rs)
+    assert x0 < rs[0].bits_per_key < rs[1].bits_per_key < x1 < rs[1].bits_per_key + 2
+    assert y1 == 1.0 and y0 == pytest.approx(fb.zero_fp_bound(20_000) / 4)
+    assert fb.plot(rs, str(tmp_path / "p.png")) and (tmp_path / "p.png").stat().st_size > 10_000
+
+
+def test_calc_shows_the_k_each_family_uses(capsys):
+    assert main(["calc", "--keys", "10", "--fpr", "0.01", "--bytes", "1"]) == 0
+    sbbf = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("sbbf")][0].split()
+    assert sbbf[4] == "8"  # split-block Bloom sets one bit in each of 8 words, whatever the size

@@ -251,7 +251,7 @@ def test_different_key_names_widths_and_threads():
     probe = pa.table({"pk": pa.array([1, 2, 3, None, 5], pa.int32()), "x": [10, 20, 30, 40, 50]})
     build = pa.table({"bk": pa.array([5, 3, 3], pa.int64()), "y": ["a", "b", "c"]})
     for threads in (1, 2):
-        got = hash_join(probe, build, on=("pk", "bk"), chunk_rows=2, threads=threads)
+        got = hash_join(probe, build, left_on="pk", right_on="bk", chunk_rows=2, threads=threads)
         assert got.to_pydict() == {"pk": [3, 3, 5], "x": [30, 30, 50], "y": ["b", "c", "a"]}
 
 
@@ -277,7 +277,7 @@ def test_bad_arguments(tables):
     with pytest.raises(InvalidArgument):
         hash_join(path, build, on="k", threads=0)
     with pytest.raises(InvalidArgument):
-        hash_join(probe.append_column("g", pa.array([1.5] * probe.num_rows)), build, on=("g", "k"))
+        hash_join(probe.append_column("g", pa.array([1.5] * probe.num_rows)), build, left_on="g", right_on="k")
 
 
 @pytest.mark.parametrize("kind", ["int", "str"])

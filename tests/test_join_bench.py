@@ -49,4 +49,6 @@ def test_demo_join_section(capsys):
 
 
 def test_bad_peer_is_refused(capsys):
-    assert main(["join-bench", "--rows", "1000", "--compare", "sqlite"]) == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["join-bench", "--rows", "1000", "--compare", "sqlite"])
+    assert exc.value.code == 2 and "unknown 'sqlite'" in capsys.readouterr().err

@@ -79,7 +79,7 @@ def calculate(keys: int, fpr: float, size_bytes: int | None = None) -> list[Calc
             else:
                 bits = size_bytes * 8
                 fit = fm.keys_before_fpr(lambda n: cls.expected_fpr(bits / max(n, 1)), fpr, keys)
-                k = _k_for(cls, keys, bits / keys) if bits / keys >= 1 else 1
+                k = _k_for(cls, keys, bits / keys)  # what the family really does (sbbf: always 8)
                 expected = cls.expected_fpr(bits / keys)
         except BloomDBError as exc:
             rows.append(CalcRow(info.name, 0, 0, 0.0, 0, float("nan"), 0, str(exc)))

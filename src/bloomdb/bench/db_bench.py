@@ -186,9 +186,9 @@ def make_keys(n: int, seed: int = 301):
 def _progress(total, desc, enabled):
     if not enabled:
         return None
-    from tqdm import tqdm
+    from .progress import bar
 
-    return tqdm(total=total, desc=desc, unit="op", unit_scale=True, leave=False, mininterval=0.5)
+    return bar(total, desc, unit="op", unit_scale=True)
 
 
 def _timed_loop(fn, items, bar, chunk=20000):

@@ -152,14 +152,21 @@ def run_one(
 DEFAULT_SWEEP_BPK = [4, 6, 8, 10, 12, 16, 20, 24]
 
 
-def sweep(families: list[str] | None = None, bits_per_key: list[float] | None = None, **kw) -> list[FilterResult]:
-    """``run_one`` for every family (default: all registered) at every bits/key."""
+def sweep(families: list[str] | None = None, bits_per_key: list[float] | None = None, progress: bool = False,
+          **kw) -> list[FilterResult]:
+    """``run_one`` for every family (default: all registered) at every bits/key; ``progress``
+    shows a bar with the time left on a terminal."""
+    from .progress import bar
+
     families = families or [i.name for i in filters.available()]
     bpks = bits_per_key or DEFAULT_SWEEP_BPK
+    specs = [spec for name in families for spec in filters.family(name).bench_specs(bpks)]
     out = []
-    for name in families:
-        for spec in filters.family(name).bench_specs(bpks):
+    with bar(len(specs), "sweep", unit="filter", enabled=progress) as b:
+        for spec in specs:
+            b.set_postfix_str(spec)
             out.append(run_one(spec, **kw))
+            b.update()
     return out
 
 
@@ -179,8 +186,29 @@ def format_table(results: list[FilterResult]) -> str:
     return "\n".join(lines)
 
 
+def zero_fp_bound(absent_queries: int) -> float:
+    """Upper 95% bound on the FP rate when ``absent_queries`` queries gave no false positive
+    (the "rule of three": 3/N)."""
+    return 3.0 / max(1, absent_queries)
+
+
+def plot_limits(results: list[FilterResult]) -> tuple[tuple[float, float], tuple[float, float]]:
+    """((x0, x1), (y0, y1)) of the FPR plot: x spans the measured bits/key with a margin, y runs
+    from a quarter of the smallest measured rate or zero-FP bound up to 1."""
+    lo_x = min(r.bits_per_key for r in results)
+    hi_x = max(r.bits_per_key for r in results)
+    pad = max(0.5, 0.04 * (hi_x - lo_x))
+    shown = [r.fpr if r.false_positives else zero_fp_bound(r.absent_queries) for r in results]
+    return (max(0.5, lo_x - pad), hi_x + pad), (min(shown) / 4, 1.0)
+
+
 def plot(results: list[FilterResult], path: str, title: str = "FPR vs bits/key") -> str:
-    """Measured FPR per family (markers) against each family's model and the textbook Bloom line."""
+    """Measured FPR per family (markers) against each family's model and the textbook Bloom line.
+
+    Axes fit the data: x spans the measured bits/key, y runs from a little under the smallest
+    measured rate (or bound) to 1. A point with no false positive in N absent queries is not a
+    measurement of zero: it is drawn as a hollow downward triangle at 3/N, an upper bound.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -189,7 +217,8 @@ def plot(results: list[FilterResult], path: str, title: str = "FPR vs bits/key")
     from ..filters import math as fm
 
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    xs = np.linspace(2, max([30.0] + [r.bits_per_key for r in results]), 200)
+    (x0, x1), (y0, y1) = plot_limits(results)
+    xs = np.linspace(x0, x1, 200)
     ax.plot(xs, [fm.standard_fpr(x, fm.optimal_k(x)) for x in xs], "k--", lw=1, label="textbook Bloom (1-e^-k/b)^k")
     ax.plot(xs, [2.0 ** (-x * fm.LN2) for x in xs], "k:", lw=1, label="standard, real-valued k")
     by_family: dict[str, list[FilterResult]] = {}
@@ -197,12 +226,22 @@ def plot(results: list[FilterResult], path: str, title: str = "FPR vs bits/key")
         by_family.setdefault(r.family, []).append(r)
     for name, rs in by_family.items():
         rs = sorted(rs, key=lambda r: r.bits_per_key)
-        line = ax.plot([r.bits_per_key for r in rs], [max(r.fpr, 1e-9) for r in rs], "o-", label=f"{name} measured")
+        seen = [r for r in rs if r.false_positives > 0]
+        line = ax.plot([r.bits_per_key for r in seen], [r.fpr for r in seen], "o-", label=f"{name} measured")
+        colour = line[0].get_color()
+        bounds = [r for r in rs if r.false_positives == 0]
+        if bounds:
+            ax.plot([r.bits_per_key for r in bounds], [zero_fp_bound(r.absent_queries) for r in bounds], "v",
+                    mfc="none", color=colour, ms=8)
         model = [r.expected_fpr for r in rs]
         if all(math.isfinite(m) for m in model):
-            ax.plot([r.bits_per_key for r in rs], model, "-", color=line[0].get_color(), alpha=0.35, lw=4)
+            ax.plot([r.bits_per_key for r in rs], model, "-", color=colour, alpha=0.35, lw=4)
+    if any(r.false_positives == 0 for r in results):
+        ax.plot([], [], "v", mfc="none", color="0.3", ms=8, label="no FP in N queries: < 3/N (95% bound)")
     ax.set_yscale("log")
-    ax.set_xlabel("bits per key")
+    ax.set_xlim(x0, x1)
+    ax.set_ylim(y0, y1)
+    ax.set_xlabel("bits per key (memory)")
     ax.set_ylabel("false-positive rate")
     ax.set_title(title + "  (thick pale lines: each family's model)")
     ax.grid(True, which="both", alpha=0.3)

@@ -29,13 +29,14 @@ def stress_options(**kw) -> Options:
     return Options(**base)
 
 
-def model_check(path: str, ops: int, seed: int = 0, report=print, options: Options | None = None) -> int:
+def model_check(path: str, ops: int, seed: int = 0, report=print, options: Options | None = None, tick=None) -> int:
     """Run ``ops`` random operations against a dict; returns the number of divergences.
 
     The op mix: puts, deletes, write batches, gets, multi_gets, forward/reverse range scans,
     snapshots (gets and scans against frozen copies of the dict), flushes and close/reopen; at the
     end a full scan, ``compact_range``, another full scan and a ``multi_get`` of every key.
     ``options`` defaults to :func:`stress_options` (tiny memtables: constant flushes/compactions).
+    ``tick(n)``, if given, is called after every 1,000 operations with the count done since.
     """
     rng = random.Random(seed)
     model: dict[bytes, bytes] = {}
@@ -60,6 +61,8 @@ def model_check(path: str, ops: int, seed: int = 0, report=print, options: Optio
 
     try:
         for i in range(ops):
+            if tick is not None and i and i % 1000 == 0:
+                tick(1000)
             r = rng.random()
             if r < 0.45:
                 k, v = key(), rng.randbytes(rng.randrange(40))
@@ -166,8 +169,9 @@ def verify_cycle(db, cycle: int, acked: int) -> list[str]:
     return problems
 
 
-def kill_check(path: str, kills: int, kill_every: float = 0.25, seed: int = 0, report=print) -> int:
-    """Kill a writing child ``kills`` times (after 0.02..``kill_every`` s); returns problems found."""
+def kill_check(path: str, kills: int, kill_every: float = 0.25, seed: int = 0, report=print, tick=None) -> int:
+    """Kill a writing child ``kills`` times (after 0.02..``kill_every`` s); returns problems found.
+    ``tick(1)``, if given, is called after every cycle."""
     rng = random.Random(seed)
     DB.open(path, stress_options()).close()
     bad = 0
@@ -198,4 +202,6 @@ def kill_check(path: str, kills: int, kill_every: float = 0.25, seed: int = 0, r
                 if db.get(_key(c, a, 1)) is None or db.get(_key(c, 0, 1)) is None:
                     bad += 1
                     report(f"cycle {cycle}: acknowledged batches of earlier cycle {c} lost")
+        if tick is not None:
+            tick(1)
     return bad

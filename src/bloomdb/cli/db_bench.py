@@ -4,34 +4,39 @@ from __future__ import annotations
 
 import argparse
 
+from .args import choices_list, existing_folder, positive_int
+
+PEERS = ("leveldb", "rocksdb")
+
 NAME = "db-bench"
 HELP = "benchmark the LSM store: fillseq, fillrandom, readrandom, readmissing, readmixed, scan"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--benchmarks", default="fillseq,fillrandom,readrandom,readmissing,readmixed,scan",
-                   help="comma-separated phases (also: mgetmissing)")
-    p.add_argument("--num", type=int, default=100_000, help="number of keys (default 100k)")
+    from ..bench.db_bench import EXTRA_PHASES, PHASES
+
+    p.add_argument("--benchmarks", type=choices_list(PHASES + EXTRA_PHASES), default=list(PHASES),
+                   help=f"comma-separated phases (default {','.join(PHASES)}; also: {','.join(EXTRA_PHASES)})")
+    p.add_argument("--num", type=positive_int, default=100_000, help="number of keys (default 100k)")
     p.add_argument("--filter", default="blocked:10", help="filter spec for bloomdb tables, or 'none'")
     p.add_argument("--compression", default=None, choices=[None, "zstd", "lz4"], help="per-block compression")
-    p.add_argument("--compare", default="", help="peers to run too: leveldb,rocksdb")
-    p.add_argument("--dir", default=None, help="folder for the temporary stores")
+    p.add_argument("--compare", type=choices_list(PEERS, allow_empty=True), default=[], help="peers to run too: leveldb,rocksdb")
+    p.add_argument("--dir", type=existing_folder, default=None, help="folder for the temporary stores")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..bench import db_bench as B
+    from .. import filters
     from ..errors import InvalidArgument
 
-    phases = [p.strip() for p in args.benchmarks.split(",") if p.strip()]
-    for p in phases:
-        if p not in B.PHASES + B.EXTRA_PHASES:
-            raise InvalidArgument(f"unknown benchmark {p!r}; known: {', '.join(B.PHASES + B.EXTRA_PHASES)}")
+    phases, peers = args.benchmarks, args.compare
     spec = None if args.filter.lower() == "none" else args.filter
-    peers = [x.strip() for x in args.compare.split(",") if x.strip()]
-    for peer in peers:
-        if peer not in ("leveldb", "rocksdb"):
-            raise InvalidArgument(f"unknown peer {peer!r}; known: leveldb, rocksdb")
+    if spec is not None:
+        try:
+            filters.build(spec, [])  # a bad spec is refused here, before any work
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"--filter {spec!r}: {exc}") from None
     from ..lsm import _lsm_kernels  # noqa: F401  (compile/load kernels before timing)
 
     _warmup(B)

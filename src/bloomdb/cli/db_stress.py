@@ -7,29 +7,34 @@ import shutil
 import tempfile
 import time
 
+from .args import existing_folder, non_negative_int, positive_float, positive_int
+
 NAME = "db-stress"
 HELP = "check the LSM store against a dict under random ops and SIGKILL crashes"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--ops", type=int, default=100_000, help="random operations in the model check")
-    p.add_argument("--kills", type=int, default=50, help="SIGKILL cycles (0 = none)")
-    p.add_argument("--kill-every", type=float, default=0.25, help="longest time (s) a child writes before it is killed")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--dir", default=None, help="where to put the temporary stores")
+    p.add_argument("--ops", type=positive_int, default=100_000, help="random operations in the model check")
+    p.add_argument("--kills", type=non_negative_int, default=50, help="SIGKILL cycles (0 = none)")
+    p.add_argument("--kill-every", type=positive_float, default=0.25, help="longest time (s) a child writes before it is killed")
+    p.add_argument("--seed", type=non_negative_int, default=0)
+    p.add_argument("--dir", type=existing_folder, default=None, help="where to put the temporary stores")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..bench import stress
+    from ..bench.progress import bar
 
     root = tempfile.mkdtemp(prefix="bloomdb-stress-", dir=args.dir)
     try:
         t = time.perf_counter()
-        bad = stress.model_check(f"{root}/model", args.ops, args.seed)
+        with bar(args.ops, "model check", unit="op", unit_scale=True) as b:
+            bad = stress.model_check(f"{root}/model", args.ops, args.seed, report=b.write, tick=b.update)
         print(f"model check: {args.ops:,} ops, {bad} divergences ({time.perf_counter() - t:.1f} s)")
         if args.kills:
             t = time.perf_counter()
-            k = stress.kill_check(f"{root}/kill", args.kills, args.kill_every, args.seed)
+            with bar(args.kills, "kill check", unit="kill") as b:
+                k = stress.kill_check(f"{root}/kill", args.kills, args.kill_every, args.seed, report=b.write, tick=b.update)
             print(f"kill check: {args.kills} SIGKILLs, {k} problems ({time.perf_counter() - t:.1f} s)")
             bad += k
     finally:

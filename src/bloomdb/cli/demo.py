@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import time
 
+from .args import plot_file, positive_int
+
 NAME = "demo"
 HELP = "build every filter family over 1M keys, print the table and draw FPR vs bits/key"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--keys", type=int, default=1_000_000, help="keys per filter in the table (default 1M)")
-    p.add_argument("--plot", default="bloomdb-demo-fpr.png", help="where to write the FPR plot")
-    p.add_argument("--sweep-keys", type=int, default=200_000, help="keys per filter in the plot sweep")
+    p.add_argument("--keys", type=positive_int, default=1_000_000, help="keys per filter in the table (default 1M)")
+    p.add_argument("--plot", type=plot_file, default="bloomdb-demo-fpr.png", help="where to write the FPR plot")
+    p.add_argument("--sweep-keys", type=positive_int, default=200_000, help="keys per filter in the plot sweep")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +35,8 @@ def run(args: argparse.Namespace) -> int:
     sweep = fb.sweep(bits_per_key=[4, 6, 8, 10, 12, 16, 20], n=args.sweep_keys, repeats=1, absent=1_000_000)
     path = fb.plot(sweep, args.plot, title="bloomdb: measured FPR vs bits/key")
     print(f"   plot written to {path}")
-    for hook in _sections():
+    for number, (title, hook) in enumerate(_sections(), start=3):
+        print(f"\n{number}. {title}")
         hook()
     print(f"\ndemo finished in {time.perf_counter() - t0:.1f} s")
     return 0
@@ -43,17 +46,23 @@ def _equal_fpr_section() -> None:
     """Memory at equal FP rate: blocked vs the static paired and ribbon filters (~5 s)."""
     from ..bench import equal_fpr as ef
 
-    print("\n3. Memory at equal FP rate (200,000 keys; bits/key found by bisection on measured FPR):\n")
+    print()
     points = ef.equal_fpr(["blocked", "paired", "ribbon"], [1e-2, 1e-4], n=200_000, steps=6)
     print(ef.format_table(points))
 
 
 def _sections():
-    """Further demo sections contributed by the engines (store, join), in order."""
-    from ..bench.lsm_demo import demo_hook as lsm_hook
+    """Further demo sections, in order: (title, function printing the section's body).
+    The driver numbers them after the two filter sections."""
+    from ..bench.lsm_demo import DEMO_TITLE, demo_hook as lsm_hook
     from . import demo_formats
 
-    return [_equal_fpr_section, demo_formats.section, lsm_hook, _join_section]
+    return [
+        ("Memory at equal FP rate (200,000 keys; bits/key found by bisection on measured FPR):", _equal_fpr_section),
+        ("Filters in other formats", demo_formats.section),
+        (DEMO_TITLE, lsm_hook),
+        ("The filtered hash join (bloomdb.join)", _join_section),
+    ]
 
 
 def _join_section() -> None:

@@ -16,7 +16,6 @@ def section() -> None:
     from ..bench import filter_bench as fb
     from ..filters.leveldb import LevelDBBloom
 
-    print("\nFilters in other formats")
     print("\n* 'Two bits are better than one': 256K keys in a 256 KiB register-blocked filter")
     rows = [fb.run_one(s, n=256 * 1024, repeats=1, absent=1_000_000) for s in ("register:1", "register:2")]
     print(fb.format_table(rows))

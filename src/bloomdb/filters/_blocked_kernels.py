@@ -11,6 +11,10 @@ checked, the keys of group ``i + AHEAD`` are hashed and their lines prefetched (
 then check" loop). Single-hash probes (``check_hash``, for engines) evaluate eight probes at a
 time from the powers of the multiplier (RocksDB's AVX2 scheme: ``g * {1, phi, ... phi^7}``, then
 ``g *= phi^8``), bit-identical to the sequential scheme.
+
+Concurrency: add kernels take ``atomic``: True when other writers may run at the same time (see
+:mod:`bloomdb.filters.writers`); then every bit is set with an atomic OR, skipped when it is
+already set, so no bit is lost. Queries read plain words.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._intrinsics import prefetch
+from .._intrinsics import atomic_or, prefetch
 from ..hashing._kernels import xxh3_64_u64
 
 #: Keys per group: their lines are prefetched ``AHEAD`` groups before they are probed.
@@ -34,7 +38,16 @@ def line_word(h, num_lines):
 
 
 @njit(cache=True, nogil=True)
-def set_bits(w32, base, g, k):
+def _or_bit(w32, i, bit, atomic):
+    """``w32[i] |= bit``; with ``atomic`` an atomic OR, skipped when the bit is already set."""
+    if not atomic:
+        w32[i] |= bit
+    elif w32[i] & bit == np.uint32(0):
+        atomic_or(w32, i, bit)
+
+
+@njit(cache=True, nogil=True)
+def set_bits(w32, base, g, k, atomic):
     """Set the k probe bits of ``g`` (the upper half of the hash) in the line at word ``base``."""
     m = (np.uint64(0x00000001), np.uint64(0x9E3779B9), np.uint64(0xE35E67B1), np.uint64(0x734297E9),
          np.uint64(0x35FBE861), np.uint64(0xDEB7C719), np.uint64(0x0448B211), np.uint64(0x3459B749))  # fmt: skip
@@ -43,7 +56,7 @@ def set_bits(w32, base, g, k):
         for p in range(8):
             if done + p < k:
                 x = (g * m[p]) & np.uint64(0xFFFFFFFF)
-                w32[base + (x >> np.uint64(28))] |= np.uint32(1) << np.uint32((x >> np.uint64(23)) & np.uint64(31))
+                _or_bit(w32, base + (x >> np.uint64(28)), np.uint32(1) << np.uint32((x >> np.uint64(23)) & np.uint64(31)), atomic)
         g = (g * np.uint64(0xAB25F4C1)) & np.uint64(0xFFFFFFFF)
         done += 8
 
@@ -90,7 +103,7 @@ def _stage(keys, hashed, first, num_lines, ring_g, ring_b, slot, w32):
 
 
 @njit(cache=True, nogil=True)
-def _run(w32, num_lines, k, keys, out, hashed, query):
+def _run(w32, num_lines, k, keys, out, hashed, query, atomic):
     """The pipeline over ``keys`` (hashes when ``hashed``, else integer keys): set bits or fill ``out``.
 
     Full groups of ``GROUP`` keys: group ``i + AHEAD`` is hashed and prefetched while group ``i``
@@ -127,31 +140,31 @@ def _run(w32, num_lines, k, keys, out, hashed, query):
             for _ in range(k):
                 for j in range(GROUP):
                     x = g[j]
-                    w32[base[j] + np.uint64(x >> np.uint32(28))] |= np.uint32(1) << ((x >> np.uint32(23)) & np.uint32(31))
+                    _or_bit(w32, base[j] + np.uint64(x >> np.uint32(28)), np.uint32(1) << ((x >> np.uint32(23)) & np.uint32(31)), atomic)
                     g[j] = x * np.uint32(0x9E3779B9)
     for i in range(ngroups * GROUP, n):
         h = keys[i] if hashed else xxh3_64_u64(keys[i])
         if query:
             out[i] = check_bits(w32, line_word(h, num_lines), h >> np.uint64(32), k)
         else:
-            set_bits(w32, line_word(h, num_lines), h >> np.uint64(32), k)
+            set_bits(w32, line_word(h, num_lines), h >> np.uint64(32), k, atomic)
 
 
 @njit(cache=True, nogil=True)
-def add_hashes(w32, num_lines, k, hashes):
-    _run(w32, num_lines, k, hashes, np.empty(0, np.bool_), True, False)
+def add_hashes(w32, num_lines, k, hashes, atomic):
+    _run(w32, num_lines, k, hashes, np.empty(0, np.bool_), True, False, atomic)
 
 
 @njit(cache=True, nogil=True)
 def query_hashes(w32, num_lines, k, hashes, out):
-    _run(w32, num_lines, k, hashes, out, True, True)
+    _run(w32, num_lines, k, hashes, out, True, True, False)
 
 
 @njit(cache=True, nogil=True)
-def add_ints(w32, num_lines, k, ints):
-    _run(w32, num_lines, k, ints, np.empty(0, np.bool_), False, False)
+def add_ints(w32, num_lines, k, ints, atomic):
+    _run(w32, num_lines, k, ints, np.empty(0, np.bool_), False, False, atomic)
 
 
 @njit(cache=True, nogil=True)
 def query_ints(w32, num_lines, k, ints, out):
-    _run(w32, num_lines, k, ints, out, False, True)
+    _run(w32, num_lines, k, ints, out, False, True, False)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._intrinsics import atomic_or
+
 
 @njit(cache=True, nogil=True)
 def _popcount64(x):
@@ -28,9 +30,21 @@ def _popcount_kernel(buf):
 
 
 @njit(cache=True, nogil=True)
-def _or_kernel(dst, src):
-    for i in range(dst.shape[0]):
-        dst[i] |= src[i]
+def _or_kernel(dst, src, atomic):
+    """``dst |= src``; with ``atomic``, one atomic OR per 64-bit word that gains bits."""
+    if not atomic:
+        for i in range(dst.shape[0]):
+            dst[i] |= src[i]
+        return
+    full = dst.shape[0] // 8
+    d = dst[: full * 8].view(np.uint64)
+    s = src[: full * 8].view(np.uint64)
+    for i in range(full):
+        if (s[i] & ~d[i]) != np.uint64(0):
+            atomic_or(d, i, s[i])
+    for i in range(full * 8, dst.shape[0]):
+        if (src[i] & ~dst[i]) != np.uint8(0):
+            atomic_or(dst, i, src[i])
 
 
 def popcount_bytes(buf: np.ndarray) -> int:
@@ -39,6 +53,7 @@ def popcount_bytes(buf: np.ndarray) -> int:
     return int(_popcount_kernel(b)) if b.size else 0
 
 
-def or_into(dst: np.ndarray, src: np.ndarray) -> None:
-    """``dst |= src`` for two uint8 arrays of the same length (in place)."""
-    _or_kernel(dst.reshape(-1), np.ascontiguousarray(src).reshape(-1))
+def or_into(dst: np.ndarray, src: np.ndarray, atomic: bool = False) -> None:
+    """``dst |= src`` for two uint8 arrays of the same length (in place). With ``atomic`` it is
+    safe while other threads set bits in ``dst``: each 64-bit word that gains bits gets one atomic OR."""
+    _or_kernel(dst.reshape(-1), np.ascontiguousarray(src).reshape(-1), bool(atomic))

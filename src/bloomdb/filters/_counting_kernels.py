@@ -10,6 +10,12 @@ exactly when counter ``b >> 2`` is non-zero (:func:`to_blocked_bits`).
 A counter saturates at 15: it is then never incremented nor decremented again, so it can never
 fall to zero under a key that is still present. Kernels never raise: removals report the index
 of the first key that cannot be present and leave the counters exactly as they were.
+
+Concurrency: writers (add, remove, union) run one at a time (the filter's write gate); queries take
+no lock. An add only raises counters (single-byte stores), so it never hides a key from a query.
+A remove may lower counters of keys it shares with others for a moment (and undoes a failed
+batch), so it holds the sequence counter ``seq`` odd while it runs; a query reads ``seq`` before
+and after and returns False when it changed, and the caller re-checks its negatives with writers held off.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._intrinsics import prefetch
+from .._intrinsics import atomic_add, fenced_load, prefetch
 
 #: Keys between computing a line address and touching it (its line is prefetched meanwhile).
 AHEAD = 8
@@ -116,11 +122,12 @@ def _remove_one(buf, base, g, k):
 
 
 @njit(cache=True, nogil=True)
-def _run(buf, num_lines, k, hashes, out, mode):
+def _run(buf, num_lines, k, hashes, out, mode, lo, hi):
     """One pass over ``hashes`` prefetching lines AHEAD keys early; mode 0 add, 1 query, 2 remove.
 
-    Returns -1, or in mode 2 the index of the first key that cannot be present, after undoing
-    the removals before it (see :func:`remove_hashes`).
+    Mode 0 adds only the keys whose line is in ``[lo, hi)`` (a parallel build gives every thread
+    its own lines). Returns -1, or in mode 2 the index of the first key that cannot be present,
+    after undoing the removals before it (see :func:`remove_hashes`).
     """
     n = hashes.shape[0]
     for i in range(min(AHEAD, n)):
@@ -132,7 +139,9 @@ def _run(buf, num_lines, k, hashes, out, mode):
         base = line_byte(h, num_lines)
         g = h >> np.uint64(32)
         if mode == 0:
-            _add_one(buf, base, g, k)
+            line = base >> np.uint64(6)
+            if line >= lo and line < hi:
+                _add_one(buf, base, g, k)
         elif mode == 1:
             out[i] = _check_one(buf, base, g, k)
         elif not _remove_one(buf, base, g, k):
@@ -144,19 +153,32 @@ def _run(buf, num_lines, k, hashes, out, mode):
 
 
 @njit(cache=True, nogil=True)
-def add_hashes(buf, num_lines, k, hashes):
-    """Add every hash: +1 on each of its k counters (saturating at 15). One line per key."""
-    _run(buf, num_lines, k, hashes, np.empty(0, np.bool_), 0)
+def add_hashes(buf, num_lines, k, hashes, lo, hi):
+    """Add every hash whose line is in ``[lo, hi)``: +1 on each of its k counters (saturating at
+    15). One line per key. The caller writes alone (or owns lines ``[lo, hi)``)."""
+    _run(buf, num_lines, k, hashes, np.empty(0, np.bool_), 0, lo, hi)
 
 
 @njit(cache=True, nogil=True)
-def query_hashes(buf, num_lines, k, hashes, out):
-    """``out[i]`` = all k counters of hash ``i`` are non-zero."""
-    _run(buf, num_lines, k, hashes, out, 1)
+def query_hashes(buf, num_lines, k, hashes, out, seq):
+    """``out[i]`` = all k counters of hash ``i`` are non-zero. Returns True when no remove ran
+    meanwhile (``seq[0]`` even and unchanged); otherwise the caller re-checks the negatives."""
+    s0 = fenced_load(seq, 0)
+    _run(buf, num_lines, k, hashes, out, 1, np.uint64(0), np.uint64(0))
+    return s0 == fenced_load(seq, 0) and s0 % np.uint64(2) == np.uint64(0)
 
 
 @njit(cache=True, nogil=True)
-def remove_hashes(buf, num_lines, k, hashes):
+def remove_hashes(buf, num_lines, k, hashes, seq):
+    """:func:`remove_batch` with ``seq[0]`` odd while it runs (see the module's Concurrency)."""
+    atomic_add(seq, 0, np.uint64(1))
+    bad = remove_batch(buf, num_lines, k, hashes)
+    atomic_add(seq, 0, np.uint64(1))
+    return bad
+
+
+@njit(cache=True, nogil=True)
+def remove_batch(buf, num_lines, k, hashes):
     """Remove every hash, all or nothing: -1 when all were removed, else the first failing index.
 
     Keys are removed in order (so a key repeated in the batch must have been added as often);
@@ -164,7 +186,7 @@ def remove_hashes(buf, num_lines, k, hashes):
     restores every counter exactly (a removal only touches counters in 1..14 and a re-add
     undoes it; saturated counters are untouched both ways).
     """
-    return _run(buf, num_lines, k, hashes, np.empty(0, np.bool_), 2)
+    return _run(buf, num_lines, k, hashes, np.empty(0, np.bool_), 2, np.uint64(0), np.uint64(0))
 
 
 @njit(cache=True, nogil=True)

@@ -11,8 +11,8 @@ Batch kernels work in groups of ``GROUP`` keys: one fixed-length loop turns the 
 (word, mask) pairs — hashing included, with no data-dependent branches, so the compiler
 vectorises it — and a second loop does the loads. The loops are written out in each kernel (a
 helper taking the arrays costs ~25% in call overhead). A 256 KiB filter fits L2, so no prefetching.
-Insert kernels take a word range ``[lo, hi)`` and only touch words inside it: that is how
-parallel builds give every thread its own words (or their own private filter, ``lo = 0``).
+With ``atomic`` (other writers may run, see :mod:`bloomdb.filters.writers`) a word is updated
+with one atomic OR, skipped when its bits are already set, so concurrent writers never lose a bit.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._intrinsics import atomic_or
 from ..hashing._kernels import xxh3_64_u64
 
 #: Keys per group in the batch kernels.
@@ -49,11 +50,8 @@ def check_hash(w32, num_words, k, h):
 
 
 @njit(cache=True, nogil=True)
-def add(w32, k, keys, hashed, lo, hi):
-    """Set the bits of every key (hashes when ``hashed``, else uint64 integer keys) whose word is in ``[lo, hi)``.
-
-    ``w32`` holds all ``num_words`` words of the filter (the multiply-shift uses its length).
-    """
+def add(w32, k, keys, hashed, atomic):
+    """Set the bits of every key (hashes when ``hashed``, else uint64 integer keys)."""
     num_words = np.uint64(w32.shape[0])
     n = keys.shape[0]
     full = n - n % GROUP
@@ -72,13 +70,18 @@ def add(w32, k, keys, hashed, lo, hi):
                 msk[j] = probe_mask(h, k)
         for j in range(GROUP):
             w = idx[j]
-            if w >= lo and w < hi:
+            if not atomic:
                 w32[w] |= msk[j]
+            elif (w32[w] & msk[j]) != msk[j]:
+                atomic_or(w32, w, msk[j])
     for i in range(full, n):
         h = keys[i] if hashed else xxh3_64_u64(keys[i])
         w = word_index(h, num_words)
-        if w >= lo and w < hi:
-            w32[w] |= probe_mask(h, k)
+        m = probe_mask(h, k)
+        if not atomic:
+            w32[w] |= m
+        elif (w32[w] & m) != m:
+            atomic_or(w32, w, m)
 
 
 @njit(cache=True, nogil=True)

@@ -7,6 +7,8 @@ The filter is ``z`` blocks of 256 bits = eight little-endian uint32 words. For a
 
 Batch kernels work in groups of ``GROUP`` values: fixed-length loops hash the group, compute the
 block and eight bit masks of each value (vectorisable, no branches), then do the loads.
+With ``atomic`` (other writers may run, see :mod:`bloomdb.filters.writers`) inserts set each
+word's bit with an atomic OR, skipped when the bit is already set, so no bit is lost.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._intrinsics import atomic_or
 from ..hashing._kernels import xxh64_u64
 
 GROUP = 32
@@ -49,7 +52,7 @@ def check_hash(w32, z, h):
 
 
 @njit(cache=True, nogil=True)
-def _run(w32, keys, hashed, out, query):
+def _run(w32, keys, hashed, out, query, atomic):
     """Insert (``query`` False) or check (``query`` True, into ``out``) every key.
 
     Full groups of GROUP keys in three constant-length loops written out here — hash, then block
@@ -95,7 +98,10 @@ def _run(w32, keys, hashed, out, query):
             for j in range(GROUP):
                 b = base[j]
                 for i in range(8):
-                    w32[b + np.uint64(i)] |= bits[j, i]
+                    if not atomic:
+                        w32[b + np.uint64(i)] |= bits[j, i]
+                    elif (w32[b + np.uint64(i)] & bits[j, i]) == np.uint32(0):
+                        atomic_or(w32, b + np.uint64(i), bits[j, i])
     for j in range(full, n):
         h = keys[j] if hashed else xxh64_u64(keys[j], seed)
         if query:
@@ -103,19 +109,24 @@ def _run(w32, keys, hashed, out, query):
         else:
             b = block_word(h, z)
             for i in range(8):
-                w32[b + np.uint64(i)] |= np.uint32(1) << word_bit(h, i)
+                bit = np.uint32(1) << word_bit(h, i)
+                if not atomic:
+                    w32[b + np.uint64(i)] |= bit
+                elif (w32[b + np.uint64(i)] & bit) == np.uint32(0):
+                    atomic_or(w32, b + np.uint64(i), bit)
 
 
 @njit(cache=True, nogil=True)
-def add(w32, keys, hashed):
-    """Parquet ``insert`` of every key: XXH64 hashes when ``hashed``, else uint64 values (8-byte LE)."""
-    _run(w32, keys, hashed, np.empty(0, np.bool_), False)
+def add(w32, keys, hashed, atomic):
+    """Parquet ``insert`` of every key: XXH64 hashes when ``hashed``, else uint64 values (8-byte LE).
+    ``atomic``: other writers may run (atomic OR)."""
+    _run(w32, keys, hashed, np.empty(0, np.bool_), False, atomic)
 
 
 @njit(cache=True, nogil=True)
 def query(w32, keys, hashed, out):
     """``out[i] = check(keys[i])`` (XXH64 hashes when ``hashed``, else uint64 values)."""
-    _run(w32, keys, hashed, out, True)
+    _run(w32, keys, hashed, out, True, False)
 
 
 @njit(cache=True, nogil=True)

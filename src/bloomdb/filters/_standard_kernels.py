@@ -4,6 +4,11 @@ Probe ``i`` of a key with 64-bit hash ``h`` is ``mulhi64(h + i * d, m)`` where
 ``d = rotl64(h, 32) | 1`` (Kirsch–Mitzenmacher double hashing; multiply-shift range reduction
 instead of ``%``). Bit ``p`` lives in 64-bit word ``p >> 6`` at bit ``p & 63`` (little-endian, so
 byte ``p >> 3`` bit ``p & 7`` of the payload).
+
+Concurrency: add kernels take ``atomic``: True when other writers may run at the same time
+(see :mod:`bloomdb.filters.writers`); then a bit is set with an atomic OR
+(:func:`bloomdb._intrinsics.atomic_or`), skipped when it is already set, so no bit is lost. A query
+reads plain words (a set bit never clears).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._intrinsics import atomic_or
 from ..hashing._kernels import xxh3_64_u64
 
 
@@ -31,12 +37,17 @@ def mulhi64(a, b):
 
 
 @njit(cache=True, nogil=True)
-def _add_one(words, m, k, h):
+def _add_one(words, m, k, h, atomic):
     d = ((h << np.uint64(32)) | (h >> np.uint64(32))) | np.uint64(1)
     g = h
     for _ in range(k):
         p = mulhi64(g, m)
-        words[p >> np.uint64(6)] |= np.uint64(1) << (p & np.uint64(63))
+        i = p >> np.uint64(6)
+        bit = np.uint64(1) << (p & np.uint64(63))
+        if not atomic:
+            words[i] |= bit
+        elif words[i] & bit == np.uint64(0):  # set bits stay set: skip the atomic when done
+            atomic_or(words, i, bit)
         g += d
 
 
@@ -53,9 +64,9 @@ def _query_one(words, m, k, h):
 
 
 @njit(cache=True, nogil=True)
-def add_hashes(words, m, k, hashes):
+def add_hashes(words, m, k, hashes, atomic):
     for i in range(hashes.shape[0]):
-        _add_one(words, m, k, hashes[i])
+        _add_one(words, m, k, hashes[i], atomic)
 
 
 @njit(cache=True, nogil=True)
@@ -65,9 +76,9 @@ def query_hashes(words, m, k, hashes, out):
 
 
 @njit(cache=True, nogil=True)
-def add_ints(words, m, k, ints):
+def add_ints(words, m, k, ints, atomic):
     for i in range(ints.shape[0]):
-        _add_one(words, m, k, xxh3_64_u64(ints[i]))
+        _add_one(words, m, k, xxh3_64_u64(ints[i]), atomic)
 
 
 @njit(cache=True, nogil=True)

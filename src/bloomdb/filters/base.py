@@ -11,8 +11,15 @@ A family subclasses :class:`Filter` (or :class:`HashedFilter` when it is fed by 
   turns those into ``_add_hashes`` / ``_query_hashes`` over uint64 hashes, with optional fused
   integer-key paths), plus ``num_bits``, ``num_probes``, ``estimated_fpr``.
 
-Everything else — single-key methods, conversion of any key batch, bytes/file/mmap round trips,
-pickle, copy, union — lives here once.
+Everything else — single-key methods, conversion of any key batch, parallel builds, bytes/file/mmap
+round trips, pickle, copy, union — lives here once.
+
+Threads: every write goes through the filter's :class:`~bloomdb.filters.writers.WriteGate`. The
+bit-setting families (``shared_writes = True``) write with plain stores when alone and with
+atomic OR when writers overlap; families with multi-word updates (``counting``, ``cuckoo``) write
+one at a time. ``count`` has its own small lock. Snapshots (``to_bytes``, ``save``, ``copy``,
+``union``, ``==``) copy the payload first, so they hold every key whose add returned before the
+call and their checksum always matches their bytes.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import math
 import mmap as _mmap
 import os
+import threading
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
@@ -34,7 +42,9 @@ from ..errors import (
 )
 from ..keys import KeyBatch
 from . import format as fmt
+from . import parallel
 from ._common_kernels import popcount_bytes, or_into
+from .writers import WriteGate
 
 
 def check_capacity(capacity: Any) -> int:
@@ -102,7 +112,17 @@ class Filter(ABC):
     #: filter-bench refuses a measured FP rate above ``fpr_tolerance`` x expected (+ 5 sigma).
     fpr_tolerance: ClassVar[float] = 1.5
 
+    #: True when the add kernels can set bits with atomic OR, so overlapping writers run together
+    #: (see :mod:`bloomdb.filters.writers`); False: writes run one at a time.
+    shared_writes: ClassVar[bool] = True
+
     _count: int
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Filter":
+        self = super().__new__(cls)
+        self._lock = threading.Lock()  # guards _count
+        self._gate = WriteGate()
+        return self
 
     # ---- construction -------------------------------------------------------------------
 
@@ -132,14 +152,15 @@ class Filter(ABC):
             kwargs["bits_per_key"] = bits_per_key
         f = cls(capacity=max(1, n), **kwargs)
         for b in batches:
-            f._add_batch(b)
-            f._count += len(b)
+            f._add_batch(b, False)
+            f._counted(len(b))
         return f
 
     # ---- the family's part --------------------------------------------------------------
 
     @abstractmethod
-    def _add_batch(self, batch: KeyBatch) -> None: ...
+    def _add_batch(self, batch: KeyBatch, atomic: bool) -> None:
+        """Add ``batch``; ``atomic``: other writers may run at the same time (use atomic OR)."""
 
     @abstractmethod
     def _query_batch(self, batch: KeyBatch, out: np.ndarray) -> None:
@@ -222,18 +243,61 @@ class Filter(ABC):
         if getattr(self, "_readonly", False):
             raise StaticFilterError(f"this {self.family} filter is read-only (static or memory-mapped read-only)")
 
-    def add(self, key: Any) -> None:
-        """Add one key (bytes, str or 64-bit int). Cost: one batch-of-one kernel call (~µs)."""
-        self._check_mutable()
-        self._add_batch(single_key_batch(key))
-        self._count += 1
+    def _counted(self, n: int) -> None:
+        """``count += n`` (under the lock: concurrent writers never lose a count)."""
+        with self._lock:
+            self._count += n
 
-    def add_many(self, keys: Any) -> None:
-        """Add a batch of keys (list, numpy array, pyarrow array...). Cost: one kernel pass."""
+    def add(self, key: Any) -> None:
+        """Add one key (bytes, str or 64-bit int). Cost: one batch-of-one kernel call (~µs).
+
+        Safe from any number of threads at once (see the family's docstring for how); once it
+        returns, ``might_contain(key)`` is True on every thread."""
+        self._check_mutable()
+        batch = single_key_batch(key)
+        with self._gate.write(self.shared_writes) as atomic:
+            self._add_batch(batch, atomic)
+        self._counted(1)
+
+    def add_many(self, keys: Any, threads: int | None = None) -> None:
+        """Add a batch of keys (list, numpy array, pyarrow array...). Cost: one kernel pass.
+
+        ``threads=N > 1`` builds on N threads in this one call (kernels release the GIL); the
+        bytes are identical to a serial build (see :mod:`bloomdb.filters.parallel` for how each
+        family splits the work). Raises InvalidArgument for a bad ``threads``, changing nothing.
+        Safe to call from many threads at once, like :meth:`add`.
+        """
+        threads = parallel.check_threads(threads)
         self._check_mutable()
         for b in _keys.to_batches(keys):
-            self._add_batch(b)
-            self._count += len(b)
+            with self._gate.write(self.shared_writes) as atomic:
+                if threads > 1 and len(b) > 1:
+                    self._add_parallel(b, threads, atomic)
+                else:
+                    self._add_batch(b, atomic)
+            self._counted(len(b))
+
+    def _add_parallel(self, batch: KeyBatch, threads: int, atomic: bool) -> None:
+        """Add ``batch`` on ``threads`` threads (the bit-setting families; others override).
+
+        Alone (``atomic`` False) and when ``threads x size_bytes <= 64 MiB``: every thread fills a
+        private zeroed copy from its slice of the keys and the copies are OR-ed in. Otherwise every
+        thread adds its slice to the filter itself with atomic OR. OR commutes, so either way the
+        bytes equal a serial build. Cost: O(n / threads) per thread, plus O(threads x size_bytes)
+        to merge private copies.
+        """
+        spans = parallel.spans(len(batch), threads)
+        if atomic or threads * self.size_bytes > parallel.PRIVATE_COPY_LIMIT:
+            parallel.run(lambda span: self._add_batch(parallel.slice_batch(batch, *span), True), spans, threads)
+            return
+
+        def fill(span):
+            private = type(self)._from_parts(self._params(), fmt.aligned_zeros(self.size_bytes), 0)
+            private._add_batch(parallel.slice_batch(batch, *span), False)
+            return private._payload()
+
+        for payload in parallel.run(fill, spans, threads):
+            self._union_into(payload, False)
 
     def might_contain(self, key: Any) -> bool:
         """False: the key was certainly never added. True: it probably was (FP ~ estimated_fpr)."""
@@ -279,11 +343,28 @@ class Filter(ABC):
 
     # ---- bytes, files, pickle ----------------------------------------------------------
 
+    def _snapshot(self) -> tuple[np.ndarray, int]:
+        """``(payload copy, count)``. Families that write one at a time are copied with writers
+        held off; bit-setting writers may keep setting bits meanwhile, which only adds keys whose
+        add had not returned. Cost: one copy of the payload."""
+        if self.shared_writes:
+            return self._copy_payload()
+        with self._gate.write(False):
+            return self._copy_payload()
+
+    def _copy_payload(self) -> tuple[np.ndarray, int]:
+        count = self._count
+        payload = fmt.aligned_empty(self.size_bytes)
+        payload[:] = self._payload()
+        return payload, count
+
     def to_bytes(self) -> bytes:
-        """Serialise to the self-describing envelope (magic, family tag, version, params, CRC32C)."""
-        return fmt.encode(
-            fmt.FAMILY_TAGS[self.family], self.family_version, self._params(), self._count, self._payload()
-        )
+        """Serialise to the self-describing envelope (magic, family tag, version, params, CRC32C).
+
+        Safe while other threads add: the envelope is made from a snapshot (its CRC always matches).
+        Cost: two copies of the payload and one CRC pass."""
+        payload, count = self._snapshot()
+        return fmt.encode(fmt.FAMILY_TAGS[self.family], self.family_version, self._params(), count, payload)
 
     @classmethod
     def _from_envelope(cls, env: fmt.Envelope, payload: np.ndarray, source: str | None) -> "Filter":
@@ -311,10 +392,9 @@ class Filter(ABC):
         os.replace(tmp, path)
 
     def copy(self) -> "Filter":
-        """An independent deep copy (same family, parameters, bits and count)."""
-        payload = fmt.aligned_empty(self.size_bytes)
-        payload[:] = self._payload()
-        return type(self)._from_parts(self._params(), payload, self._count)
+        """An independent deep copy (same family, parameters, bits and count; see :meth:`_snapshot`)."""
+        payload, count = self._snapshot()
+        return type(self)._from_parts(self._params(), payload, count)
 
     def __reduce__(self):
         return (_unpickle, (self.to_bytes(),))
@@ -322,12 +402,10 @@ class Filter(ABC):
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Filter):
             return NotImplemented
-        return (
-            type(self) is type(other)
-            and self._params() == other._params()
-            and self._count == other._count
-            and np.array_equal(self._payload(), other._payload())
-        )
+        if type(self) is not type(other) or self._params() != other._params():
+            return False
+        (mine, n_mine), (theirs, n_theirs) = self._snapshot(), other._snapshot()
+        return n_mine == n_theirs and np.array_equal(mine, theirs)
 
     __hash__ = None  # type: ignore[assignment]  # mutable
 
@@ -343,16 +421,23 @@ class Filter(ABC):
                 f"cannot combine {self.family} filters of different shape or parameters"
             )
 
-    def _union_into(self, other: "Filter") -> None:
-        """OR ``other``'s bits into ``self`` (bit-array families; counting families override)."""
-        or_into(self._payload(), other._payload())
+    def _union_into(self, payload: np.ndarray, atomic: bool) -> None:
+        """Merge another filter's payload (a snapshot) into ``self`` (the caller went through the
+        gate): OR for bit-array families, atomic per word when ``atomic``; others override."""
+        or_into(self._payload(), payload, atomic)
+
+    def _merge(self, other: "Filter") -> None:
+        """Merge a snapshot of ``other`` into ``self`` as one write, and add its count."""
+        payload, count = other._snapshot()
+        with self._gate.write(self.shared_writes) as atomic:
+            self._union_into(payload, atomic)
+        self._counted(count)
 
     def union(self, other: "Filter") -> "Filter":
         """A new filter answering True for every key either filter holds (same family and shape)."""
         self._check_compatible(other)
         out = self.copy()
-        out._union_into(other)
-        out._count = self._count + other._count
+        out._merge(other)
         return out
 
     def __or__(self, other: "Filter") -> "Filter":
@@ -365,8 +450,7 @@ class Filter(ABC):
             return NotImplemented
         self._check_mutable()
         self._check_compatible(other)
-        self._union_into(other)
-        self._count += other._count
+        self._merge(other)
         return self
 
 
@@ -379,34 +463,34 @@ def _unpickle(data: bytes) -> Filter:
 class HashedFilter(Filter):
     """A filter fed by one 64-bit hash per key: XXH3-64 (seed 0) of the key's bytes.
 
-    Subclasses implement ``_add_hashes(h)`` / ``_query_hashes(h, out)`` over ``uint64`` arrays,
+    Subclasses implement ``_add_hashes(h, atomic)`` / ``_query_hashes(h, out)`` over ``uint64`` arrays,
     and may override ``_add_ints`` / ``_query_ints`` with kernels that hash and probe integer
     keys in one fused pass (no hash array in between).
     """
 
     @abstractmethod
-    def _add_hashes(self, hashes: np.ndarray) -> None: ...
+    def _add_hashes(self, hashes: np.ndarray, atomic: bool) -> None: ...
 
     @abstractmethod
     def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None: ...
 
-    def _add_ints(self, ints: np.ndarray) -> None:
+    def _add_ints(self, ints: np.ndarray, atomic: bool) -> None:
         from ..hashing import hash_batch
 
-        self._add_hashes(hash_batch(KeyBatch(ints=ints)))
+        self._add_hashes(hash_batch(KeyBatch(ints=ints)), atomic)
 
     def _query_ints(self, ints: np.ndarray, out: np.ndarray) -> None:
         from ..hashing import hash_batch
 
         self._query_hashes(hash_batch(KeyBatch(ints=ints)), out)
 
-    def _add_batch(self, batch: KeyBatch) -> None:
+    def _add_batch(self, batch: KeyBatch, atomic: bool) -> None:
         if batch.is_int:
-            self._add_ints(batch.ints)
+            self._add_ints(batch.ints, atomic)
         else:
             from ..hashing import hash_batch
 
-            self._add_hashes(hash_batch(batch))
+            self._add_hashes(hash_batch(batch), atomic)
 
     def _query_batch(self, batch: KeyBatch, out: np.ndarray) -> None:
         if batch.is_int:
@@ -423,8 +507,9 @@ class HashedFilter(Filter):
         """Add keys given as their XXH3-64 hashes (``uint64`` array). Cost: one kernel pass."""
         self._check_mutable()
         h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
-        self._add_hashes(h)
-        self._count += int(h.shape[0])
+        with self._gate.write(self.shared_writes) as atomic:
+            self._add_hashes(h, atomic)
+        self._counted(int(h.shape[0]))
 
     def might_contain_hashes(self, hashes: np.ndarray) -> np.ndarray:
         """``might_contain`` for keys given as their XXH3-64 hashes."""

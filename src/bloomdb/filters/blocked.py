@@ -9,6 +9,11 @@ preview of XXH3 (XXPH3), so a RocksDB filter file is not interchangeable with th
 
 Cost: one cache miss per key at most (none when the filter fits in cache); batch operations
 prefetch lines a group of keys ahead.
+
+Concurrency: any number of threads may add and query at once and no key is lost. A writer alone
+sets bits with plain stores; writers that overlap set them with an atomic OR, skipped when the bit
+is already set (:mod:`.writers`); queries read plain words. ``add_many(keys, threads=N)`` gives
+every thread a slice of the keys (:mod:`.parallel`); the bytes equal a serial build.
 """
 
 from __future__ import annotations
@@ -58,14 +63,14 @@ class BlockedBloom(CacheLineState, HashedFilter):
         self._words = buf.view(np.uint32)
 
     # kernels
-    def _add_hashes(self, hashes: np.ndarray) -> None:
-        K.add_hashes(self._words, np.uint64(self._lines), self._k, hashes)
+    def _add_hashes(self, hashes: np.ndarray, atomic: bool) -> None:
+        K.add_hashes(self._words, np.uint64(self._lines), self._k, hashes, atomic)
 
     def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None:
         K.query_hashes(self._words, np.uint64(self._lines), self._k, hashes, out)
 
-    def _add_ints(self, ints: np.ndarray) -> None:
-        K.add_ints(self._words, np.uint64(self._lines), self._k, ints)
+    def _add_ints(self, ints: np.ndarray, atomic: bool) -> None:
+        K.add_ints(self._words, np.uint64(self._lines), self._k, ints, atomic)
 
     def _query_ints(self, ints: np.ndarray, out: np.ndarray) -> None:
         K.query_ints(self._words, np.uint64(self._lines), self._k, ints, out)

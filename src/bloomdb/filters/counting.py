@@ -14,6 +14,12 @@ about 1.3% (``blocked:10``: 0.96%). :meth:`CountingBloom.to_bloom` turns it into
 equivalent read-only ``blocked`` filter (same lines, same k, same answers, same bytes).
 
 Cost: one cache miss per key at most; batch kernels prefetch lines ahead.
+
+Concurrency: writes (add, remove, union) run one at a time (:mod:`.writers`), so a counter update
+is never lost; queries take no lock and re-check with writers held off only when a remove
+overlapped them (see :mod:`.deletable`). ``add_many(keys, threads=N)`` hashes on N threads, then
+each thread applies the adds of its own range of lines (no counter is shared, each sees its adds
+in key order), so the bytes equal a serial build. Cost: one uncontended lock round trip per call.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from ..errors import InvalidArgument
 from . import _counting_kernels as K
 from . import format as fmt
 from . import math as fm
-from . import register
+from . import parallel, register
 from ._cache_lines import CacheLineState, lines_for
 from .base import check_bits_per_key, check_capacity, check_fpr
 from .deletable import DeletableFilter
@@ -69,20 +75,26 @@ class CountingBloom(CacheLineState, DeletableFilter):
         self._init(capacity, num_lines, k, millibits, fmt.aligned_zeros(num_lines * 64), 0)
 
     # kernels
-    def _add_hashes(self, hashes: np.ndarray) -> None:
-        K.add_hashes(self._buf, np.uint64(self._lines), self._k, hashes)
+    def _add_lines(self, hashes: np.ndarray, lo: int, hi: int) -> None:
+        K.add_hashes(self._buf, np.uint64(self._lines), self._k, hashes, np.uint64(lo), np.uint64(hi))
 
-    def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None:
-        K.query_hashes(self._buf, np.uint64(self._lines), self._k, hashes, out)
+    def _add_hashes(self, hashes: np.ndarray, atomic: bool) -> None:
+        self._add_lines(hashes, 0, self._lines)
+
+    def _add_parallel(self, batch, threads: int, atomic: bool) -> None:
+        """Hash on ``threads`` threads, then every thread adds the keys of its own lines."""
+        h = parallel.hash_parallel(batch, threads)
+        parallel.run(lambda span: self._add_lines(h, *span), parallel.spans(self._lines, threads), threads)
+
+    def _probe(self, hashes: np.ndarray, out: np.ndarray) -> bool:
+        return bool(K.query_hashes(self._buf, np.uint64(self._lines), self._k, hashes, out, self._seq))
 
     def _remove_hashes(self, hashes: np.ndarray) -> int:
-        if hashes.shape[0] == 0:
-            return -1
-        return int(K.remove_hashes(self._buf, np.uint64(self._lines), self._k, hashes))
+        return int(K.remove_hashes(self._buf, np.uint64(self._lines), self._k, hashes, self._seq))
 
-    def _union_into(self, other: "CountingBloom") -> None:
-        """Add ``other``'s counters into ours, saturating at 15."""
-        K.add_counters(self._buf, other._buf)
+    def _union_into(self, payload: np.ndarray, atomic: bool) -> None:
+        """Add another filter's counters into ours, saturating at 15 (counters only rise)."""
+        K.add_counters(self._buf, payload)
 
     # facts
     @property
@@ -138,8 +150,9 @@ class CountingBloom(CacheLineState, DeletableFilter):
         """
         from .blocked import BlockedBloom
 
-        bits = fmt.aligned_empty(self._buf.nbytes)
-        K.to_blocked_bits(self._buf, bits)
-        f = BlockedBloom._from_parts(self._params(), bits, self._count)
+        counters, count = self._snapshot()
+        bits = fmt.aligned_empty(counters.nbytes)
+        K.to_blocked_bits(counters, bits)
+        f = BlockedBloom._from_parts(self._params(), bits, count)
         f._readonly = True  # (a read-only numpy array would cost the kernels a second compilation)
         return f

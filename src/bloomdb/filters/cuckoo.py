@@ -19,6 +19,13 @@ keys before the failing one and reports how many went in as ``exc.added``. A key
 most 8 times (2 buckets x 4 slots); the 9th copy raises ``FilterFull``.
 
 Union merges fingerprints (it can raise ``FilterFull``, leaving the target unchanged).
+
+Concurrency: writes (add, remove, union) run one at a time (:mod:`.writers`); queries take no
+lock and re-check their negatives with writers held off only when a relocation chain, remove or
+union overlapped them (a sequence counter, see :mod:`.deletable`), so a reader never misses a key
+that is being moved. ``add_many(keys, threads=N)`` hashes the keys on N threads and inserts them
+serially in input order: insertion order decides where fingerprints land, so the bytes equal a
+serial build (only the hashing is parallel).
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ from ..errors import FilterFull, InvalidArgument
 from . import _cuckoo_kernels as K
 from . import format as fmt
 from . import math as fm
-from . import register
+from . import parallel, register
 from .base import check_capacity, check_fpr
 from .deletable import DeletableFilter
 
@@ -141,20 +148,18 @@ class CuckooFilter(DeletableFilter):
 
     # kernels
     def _insert(self, hashes: np.ndarray) -> int:
-        return int(K.add_hashes(self._buf, self._f, np.uint64(self._nb), hashes))
+        return int(K.add_hashes(self._buf, self._f, np.uint64(self._nb), hashes, self._seq))
 
-    def _add_hashes(self, hashes: np.ndarray) -> None:
+    def _add_hashes(self, hashes: np.ndarray, atomic: bool) -> None:
         added = self._insert(hashes)
         if added < hashes.shape[0]:
             raise _full(self._full_message(added), added)
 
-    def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None:
-        K.query_hashes(self._buf, self._f, np.uint64(self._nb), hashes, out)
+    def _probe(self, hashes: np.ndarray, out: np.ndarray) -> bool:
+        return bool(K.query_hashes(self._buf, self._f, np.uint64(self._nb), hashes, out, self._seq))
 
     def _remove_hashes(self, hashes: np.ndarray) -> int:
-        if hashes.shape[0] == 0:
-            return -1
-        return int(K.remove_hashes(self._buf, self._f, np.uint64(self._nb), hashes))
+        return int(K.remove_hashes(self._buf, self._f, np.uint64(self._nb), hashes, self._seq))
 
     def _full_message(self, added: int) -> str:
         return (
@@ -165,8 +170,9 @@ class CuckooFilter(DeletableFilter):
 
     # adds that count what went in even when the table fills mid-batch
     def _add_counted(self, hashes: np.ndarray, done: int) -> int:
-        added = self._insert(hashes)
-        self._count += added
+        with self._gate.write(False):
+            added = self._insert(hashes)
+        self._counted(added)
         if added < hashes.shape[0]:
             raise _full(self._full_message(done + added), done + added)
         return done + added
@@ -179,29 +185,29 @@ class CuckooFilter(DeletableFilter):
 
         self._add_counted(hash_batch(single_key_batch(key)), 0)
 
-    def add_many(self, keys: Any) -> None:
+    def add_many(self, keys: Any, threads: int | None = None) -> None:
         """Add keys in order. On FilterFull the keys before the failing one stay added (their
-        number is ``exc.added``) and the failing one and the rest are not."""
+        number is ``exc.added``) and the failing one and the rest are not. ``threads=N`` hashes
+        on N threads; the inserts stay serial and in order (same bytes as ``threads=None``)."""
+        threads = parallel.check_threads(threads)
         self._check_mutable()
-        from ..hashing import hash_batch
-
         done = 0
         for b in _keys.to_batches(keys):
-            done = self._add_counted(hash_batch(b), done)
+            done = self._add_counted(parallel.hash_parallel(b, threads), done)
 
     def add_hashes(self, hashes: np.ndarray) -> None:
         """Add keys given as XXH3-64 hashes; FilterFull semantics as :meth:`add_many`."""
         self._check_mutable()
         self._add_counted(np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1), 0)
 
-    def _union_into(self, other: "CuckooFilter") -> None:
-        """Insert ``other``'s fingerprints; all or nothing (FilterFull leaves ``self`` unchanged)."""
+    def _union_into(self, payload: np.ndarray, atomic: bool) -> None:
+        """Insert another filter's fingerprints; all or nothing (FilterFull leaves ``self`` unchanged)."""
         merged = fmt.aligned_empty(self._buf.nbytes)
         merged[:] = self._buf
-        failed = int(K.merge_into(merged, other._buf, self._f, np.uint64(self._nb)))
+        failed = int(K.merge_into(merged, payload, self._f, np.uint64(self._nb)))
         if failed:
             raise _full(f"cuckoo union: {failed} fingerprints found no room; nothing was merged", 0)
-        self._buf[:] = merged
+        K.copy_in(self._buf, merged, self._seq)
 
     # facts
     @property

@@ -10,6 +10,13 @@ Removing a key that was never added is an error the filter can usually see (``No
 a ``KeyError``). When such a key is a false positive (``might_contain`` says True) the filter
 cannot tell it from a present key and removes it — that takes counters or a fingerprint that
 belong to other keys and can later cause false negatives. Only remove keys you added.
+
+Concurrency (both families): every write — add, remove, union — runs alone (the filter's
+:class:`~bloomdb.filters.writers.WriteGate`, exclusive). Queries take no lock: a write that can
+hide a present key for a moment (a cuckoo relocation chain, a counting remove) keeps the sequence
+counter ``_seq`` odd while it runs, the query kernel reports whether ``_seq`` changed while it
+read, and if it did the keys it found absent are checked again with writers held off. So a query
+never misses a key whose add returned, and costs two fenced loads when no write overlaps it.
 """
 
 from __future__ import annotations
@@ -39,10 +46,40 @@ class DeletableFilter(HashedFilter):
 
     #: The family supports ``remove`` (the generic tests and tools look for this).
     deletable = True
+    shared_writes = False
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "DeletableFilter":
+        self = super().__new__(cls, *args, **kwargs)
+        self._seq = np.zeros(1, np.uint64)  # odd while a write that may hide keys runs
+        return self
 
     @abstractmethod
     def _remove_hashes(self, hashes: np.ndarray) -> int:
-        """Remove all hashes or none; -1 on success, else the index of the first absent key."""
+        """Remove all hashes or none; -1 on success, else the index of the first absent key.
+        Called with writers held off."""
+
+    @abstractmethod
+    def _probe(self, hashes: np.ndarray, out: np.ndarray) -> bool:
+        """The query kernel into ``out``; False when a write overlapped it (``_seq`` moved)."""
+
+    def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None:
+        if self._probe(hashes, out):
+            return
+        miss = np.flatnonzero(~out)
+        if miss.size:
+            again = np.zeros(miss.size, np.bool_)
+            with self._gate.write(False):  # no writer now: the answer is exact
+                self._probe(np.ascontiguousarray(hashes[miss]), again)
+            out[miss] = again
+
+    def _removed(self, hashes: np.ndarray) -> int:
+        """Remove as one exclusive write and update ``count``; returns what ``_remove_hashes`` returns."""
+        with self._gate.write(False):
+            bad = self._remove_hashes(hashes) if hashes.shape[0] else -1
+        if bad < 0:
+            with self._lock:
+                self._count = max(0, self._count - int(hashes.shape[0]))
+        return bad
 
     def remove(self, key: Any) -> None:
         """Forget one copy of ``key``. Raises NotFoundError (a KeyError), changing nothing, when
@@ -50,9 +87,8 @@ class DeletableFilter(HashedFilter):
         self._check_mutable()
         from ..hashing import hash_batch
 
-        if self._remove_hashes(hash_batch(single_key_batch(key))) >= 0:
+        if self._removed(hash_batch(single_key_batch(key))) >= 0:
             raise NotFoundError(f"key {key!r} is not in this {self.family} filter")
-        self._count = max(0, self._count - 1)
 
     def remove_many(self, keys: Any) -> None:
         """Forget one copy of each key of the batch, **all or nothing**.
@@ -63,12 +99,10 @@ class DeletableFilter(HashedFilter):
         (plus one undo pass over the keys before the failing one).
         """
         self._check_mutable()
-        h = hashes_of(keys)
-        bad = self._remove_hashes(h)
+        bad = self._removed(hashes_of(keys))
         if bad >= 0:
             exc = NotFoundError(
                 f"key #{bad} of the batch is not in this {self.family} filter; nothing was removed"
             )
             exc.index = bad
             raise exc
-        self._count = max(0, self._count - int(h.shape[0]))

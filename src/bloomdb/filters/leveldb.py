@@ -171,7 +171,7 @@ class LevelDBBloom(Filter):
 
     # ---- queries ------------------------------------------------------------------------
 
-    def _add_batch(self, batch: KeyBatch) -> None:  # pragma: no cover - _check_mutable refuses first
+    def _add_batch(self, batch: KeyBatch, atomic: bool) -> None:  # pragma: no cover - _check_mutable refuses first
         raise StaticFilterError("leveldb filters are static")
 
     def _query_batch(self, batch: KeyBatch, out: np.ndarray) -> None:

@@ -13,34 +13,32 @@ Spec: the number is k — ``create("register:2")`` is 256 KiB whatever the capac
 
 Cost: a query is one hash, one load, one compare (no cache miss when the filter fits cache);
 ``add_many(keys, threads=N)`` builds on N threads without the GIL and gives the same bytes as a
-serial build.
+serial build (every thread adds a slice of the keys, see :mod:`.parallel`).
+
+Concurrency: any number of threads may add and query at once and no key is lost. A writer alone
+updates words with plain stores; writers that overlap use one atomic OR per word, skipped when its
+bits are already set (:mod:`.writers`); queries read plain words.
 """
 
 from __future__ import annotations
 
 import math
 import struct
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from .. import keys as _keys
 from ..errors import InvalidArgument
-from ..keys import KeyBatch
 from . import _register_kernels as K
 from . import format as fmt
 from . import math as fm
 from . import register
-from ._common_kernels import or_into
 from .base import HashedFilter, check_bits_per_key, check_capacity
 
 _PARAMS = struct.Struct("<QQB7x")  # capacity (0: not given), num_words, k
 DEFAULT_SIZE_BYTES = 256 * 1024
 _MAX_WORDS = 1 << 32  # multiply-shift of a 32-bit hash half: at most 2^32 words (16 GiB)
-#: Above this total (threads x size), parallel builds split words between threads instead of
-#: giving each thread a private copy of the filter.
-PRIVATE_COPY_LIMIT = 64 << 20
 
 
 def _check_k(k: Any) -> int:
@@ -56,11 +54,6 @@ def _check_size_bytes(size_bytes: Any) -> int:
     if s <= 0 or s % 4 or s // 4 > _MAX_WORDS:
         raise InvalidArgument(f"register: size_bytes must be a positive multiple of 4 up to 16 GiB, got {size_bytes!r}")
     return s
-
-
-def _split(n: int, parts: int) -> list[tuple[int, int]]:
-    step = -(-n // parts)
-    return [(i, min(n, i + step)) for i in range(0, n, step)] if n else []
 
 
 @register
@@ -135,8 +128,8 @@ class RegisterBloom(HashedFilter):
         n = max(1, sum(len(b) for b in batches))
         f = cls(capacity=n, bits_per_key=bits_per_key, **kwargs)
         for b in batches:
-            f._add_batch(b)
-            f._count += len(b)
+            f._add_batch(b, False)
+            f._counted(len(b))
         return f
 
     # ---- envelope -----------------------------------------------------------------------
@@ -158,87 +151,17 @@ class RegisterBloom(HashedFilter):
 
     # ---- kernels ------------------------------------------------------------------------
 
-    def _add_hashes(self, hashes: np.ndarray) -> None:
-        K.add(self._words, self._k, hashes, True, np.uint64(0), np.uint64(self._nwords))
+    def _add_hashes(self, hashes: np.ndarray, atomic: bool) -> None:
+        K.add(self._words, self._k, hashes, True, atomic)
 
     def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None:
         K.query(self._words, self._k, hashes, True, out)
 
-    def _add_ints(self, ints: np.ndarray) -> None:
-        K.add(self._words, self._k, ints, False, np.uint64(0), np.uint64(self._nwords))
+    def _add_ints(self, ints: np.ndarray, atomic: bool) -> None:
+        K.add(self._words, self._k, ints, False, atomic)
 
     def _query_ints(self, ints: np.ndarray, out: np.ndarray) -> None:
         K.query(self._words, self._k, ints, False, out)
-
-    # ---- parallel build -----------------------------------------------------------------
-
-    def add_many(self, keys: Any, threads: int | None = None) -> None:
-        """Add a batch of keys; with ``threads=N > 1`` on N threads (numba kernels, GIL released).
-
-        No bit is ever lost: either every thread fills a private copy of the filter from its slice
-        of the keys and the copies are OR-ed in (when ``N x size_bytes <= 64 MiB``), or the keys
-        are hashed in parallel and every thread sets only the bits of its own range of words.
-        The result is byte-identical to a serial build. Cost: O(n / N) per thread plus
-        O(N x size_bytes) to merge private copies.
-        """
-        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1):
-            raise InvalidArgument(f"threads must be a positive integer, got {threads!r}")
-        if threads is None or threads == 1:
-            return super().add_many(keys)
-        threads = int(threads)
-        self._check_mutable()
-        strategy = "private" if threads * self.size_bytes <= PRIVATE_COPY_LIMIT else "owner"
-        for b in _keys.to_batches(keys):
-            self._add_parallel(b, threads, strategy)
-            self._count += len(b)
-
-    def _add_parallel(self, batch: KeyBatch, threads: int, strategy: str) -> None:
-        n = len(batch)
-        if n == 0:
-            return
-        if batch.is_int:
-            keys, hashed = batch.ints, False
-        else:
-            keys, hashed = self._hash_parallel(batch, threads), True
-        parts = _split(n, threads)
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            if strategy == "private":
-                def fill(span):
-                    buf = fmt.aligned_zeros(self.size_bytes)
-                    K.add(buf.view(np.uint32), self._k, keys[span[0] : span[1]], hashed,
-                          np.uint64(0), np.uint64(self._nwords))
-                    return buf
-
-                for buf in pool.map(fill, parts):
-                    or_into(self._buf, buf)
-            elif strategy == "owner":
-                if not hashed:
-                    keys, hashed = self._hash_parallel(batch, threads), True
-                ranges = _split(self._nwords, threads)
-                list(pool.map(lambda r: K.add(self._words, self._k, keys, True, np.uint64(r[0]), np.uint64(r[1])),
-                              ranges))
-            else:
-                raise InvalidArgument(f"unknown parallel strategy {strategy!r}")
-
-    @staticmethod
-    def _hash_parallel(batch: KeyBatch, threads: int) -> np.ndarray:
-        from ..hashing import hash_batch
-
-        n = len(batch)
-        out = np.empty(n, dtype=np.uint64)
-        parts = _split(n, threads)
-
-        def run(span):
-            lo, hi = span
-            if batch.is_int:
-                sub = KeyBatch(ints=batch.ints[lo:hi])
-            else:
-                sub = KeyBatch(data=batch.data, offsets=batch.offsets[lo : hi + 1])
-            hash_batch(sub, out=out[lo:hi])
-
-        with ThreadPoolExecutor(max_workers=threads) as pool:
-            list(pool.map(run, parts))
-        return out
 
     # ---- facts --------------------------------------------------------------------------
 

@@ -16,6 +16,11 @@ other readers may assume it: put only power-of-two filters (``fpr=`` sizing) int
 ``to_parquet_bitset`` / ``from_parquet_bitset`` move the raw bitset in and out of Parquet.
 
 Cost: one 32-byte block per value (one cache miss at most), eight bit tests.
+
+Concurrency: any number of threads may insert and check at once and no value is lost. A writer
+alone sets bits with plain stores; writers that overlap use an atomic OR, skipped when the bit is
+already set (:mod:`.writers`). ``add_many(keys, threads=N)`` splits the keys between threads
+(:mod:`.parallel`) and gives the same bytes as a serial build.
 """
 
 from __future__ import annotations
@@ -141,11 +146,11 @@ class SplitBlockBloom(Filter):
 
     # ---- kernels ------------------------------------------------------------------------
 
-    def _add_batch(self, batch: KeyBatch) -> None:
+    def _add_batch(self, batch: KeyBatch, atomic: bool) -> None:
         if batch.is_int:
-            K.add(self._words, batch.ints, False)
+            K.add(self._words, batch.ints, False, atomic)
         else:
-            K.add(self._words, _xxh64(batch), True)
+            K.add(self._words, _xxh64(batch), True, atomic)
 
     def _query_batch(self, batch: KeyBatch, out: np.ndarray) -> None:
         if batch.is_int:
@@ -157,8 +162,9 @@ class SplitBlockBloom(Filter):
         """Insert values given as their XXH64 (seed 0) hashes of the plain encoding."""
         self._check_mutable()
         h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
-        K.add(self._words, h, True)
-        self._count += int(h.shape[0])
+        with self._gate.write(True) as atomic:
+            K.add(self._words, h, True, atomic)
+        self._counted(int(h.shape[0]))
 
     def might_contain_hashes(self, hashes: np.ndarray) -> np.ndarray:
         """``might_contain`` for values given as their XXH64 (seed 0) hashes."""

@@ -4,6 +4,12 @@ m bits for ``capacity`` keys at ``bits_per_key`` (or the bits/key an optimal fil
 ``fpr``), rounded up to whole 64-bit words; k = round(ln 2 · bits/key) clamped to 1..30.
 Probes use Kirsch–Mitzenmacher double hashing of the key's XXH3-64 over the whole array, so a
 query touches k random cache lines: the most accurate Bloom per bit here and the slowest.
+
+Concurrency: any number of threads may add and query at once and no key is lost. A writer alone
+sets bits with plain stores; writers that overlap set them with an atomic OR, skipped when the bit
+is already set (:mod:`.writers`); queries read plain words (a set bit never clears).
+``add_many(keys, threads=N)`` gives every thread a slice of the keys (:mod:`.parallel`); the bytes
+equal a serial build.
 """
 
 from __future__ import annotations
@@ -77,14 +83,14 @@ class StandardBloom(HashedFilter):
         return self._buf
 
     # kernels
-    def _add_hashes(self, hashes: np.ndarray) -> None:
-        K.add_hashes(self._words, np.uint64(self._m), self._k, hashes)
+    def _add_hashes(self, hashes: np.ndarray, atomic: bool) -> None:
+        K.add_hashes(self._words, np.uint64(self._m), self._k, hashes, atomic)
 
     def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None:
         K.query_hashes(self._words, np.uint64(self._m), self._k, hashes, out)
 
-    def _add_ints(self, ints: np.ndarray) -> None:
-        K.add_ints(self._words, np.uint64(self._m), self._k, ints)
+    def _add_ints(self, ints: np.ndarray, atomic: bool) -> None:
+        K.add_ints(self._words, np.uint64(self._m), self._k, ints, atomic)
 
     def _query_ints(self, ints: np.ndarray, out: np.ndarray) -> None:
         K.query_ints(self._words, np.uint64(self._m), self._k, ints, out)

@@ -88,7 +88,7 @@ class StaticHashedFilter(HashedFilter):
             f"{type(self).__name__}.build(); build a new filter to add keys"
         )
 
-    def _add_hashes(self, hashes: np.ndarray) -> None:
+    def _add_hashes(self, hashes: np.ndarray, atomic: bool) -> None:
         self._check_mutable()
 
     def _check_compatible(self, other) -> None:

@@ -197,7 +197,7 @@ def _combine(agg: Agg, a: Any, b: Any) -> Any:
 def hash_join(
     probe: Any,
     build: Any,
-    on: Any,
+    on: Any = None,
     how: str = "inner",
     columns: list[str] | None = None,
     aggregates: Any = None,
@@ -209,13 +209,18 @@ def hash_join(
     chunk_rows: int = 65536,
     adaptive_threshold: float = 0.10,
     verify: bool = False,
+    left_on: Any = None,
+    right_on: Any = None,
 ):
     """Join ``probe`` with ``build`` on equal keys; filter the probe scan with a build-side filter.
 
     ``probe`` / ``build``: a :mod:`bloomdb.columnar` table (folder path or opened table), a Parquet
     file path, or in-memory data (pyarrow Table, pandas/Polars DataFrame, dict of arrays; cut into
-    ``chunk_rows`` chunks). ``on``: the key column name, or ``(probe_key, build_key)``; keys are
-    integers (any width, dates, timestamps) or strings/binary on both sides; null keys never match.
+    ``chunk_rows`` chunks). ``on``: the key column name (or a list of one name) on both sides;
+    ``left_on`` / ``right_on``: the probe and the build key column when their names differ
+    (pandas-style). Multi-column keys (a list of several names) are not supported yet and raise
+    :class:`InvalidArgument`. Keys are integers (any width, dates, timestamps) or strings/binary
+    on both sides; null keys never match.
 
     ``how``: ``"inner"`` (one row per matching pair), ``"semi"`` (probe rows with a match, once),
     ``"anti"`` (probe rows without a match, null keys included).
@@ -245,7 +250,9 @@ def hash_join(
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise InvalidArgument(f"threads must be a positive integer, got {threads!r}")
     policy = AdaptivePolicy(pushdown, threshold=adaptive_threshold)
-    pkey, bkey = parse_on(on)
+    pkey, bkey = parse_on(on, left_on, right_on)
+    if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
+        raise InvalidArgument(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     src: ProbeSource = open_source(probe, verify, chunk_rows)
     bschema = schema_of(build)
     if pkey not in src.schema.names:

@@ -29,12 +29,38 @@ class Agg:
     out: str
 
 
-def parse_on(on: Any) -> tuple[str, str]:
-    if isinstance(on, str) and on:
-        return on, on
-    if isinstance(on, (tuple, list)) and len(on) == 2 and all(isinstance(x, str) and x for x in on):
-        return on[0], on[1]
-    raise InvalidArgument(f"on must be a column name or a (probe_key, build_key) pair, got {on!r}")
+def _one_key(value: Any, name: str) -> str | None:
+    """A single key column name from a string or a 1-element list; None when ``value`` is None."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value:
+        return value
+    if isinstance(value, (tuple, list)) and all(isinstance(x, str) and x for x in value):
+        if len(value) == 1:
+            return value[0]
+        if len(value) > 1:
+            raise InvalidArgument(
+                f"{name}={list(value)!r} is a multi-column key; multi-column join keys are not supported yet. "
+                "Join on one column: on='k', or left_on='probe_col', right_on='build_col'")
+    raise InvalidArgument(f"{name} must be a column name (or a list of one name), got {value!r}")
+
+
+def parse_on(on: Any, left_on: Any = None, right_on: Any = None) -> tuple[str, str]:
+    """``(probe key, build key)`` from pandas-style ``on`` / ``left_on`` + ``right_on``.
+
+    ``on="k"`` (or ``["k"]``) names the key column of both sides; ``left_on`` / ``right_on`` name
+    the probe and the build key when they differ. A list of several names is a multi-column key,
+    which is not supported yet: InvalidArgument (a list never means a (probe, build) pair).
+    """
+    key = _one_key(on, "on")
+    left, right = _one_key(left_on, "left_on"), _one_key(right_on, "right_on")
+    if key is not None:
+        if left is not None or right is not None:
+            raise InvalidArgument("give either on= or left_on= and right_on=, not both")
+        return key, key
+    if left is None or right is None:
+        raise InvalidArgument("name the join key: on='k', or both left_on= (probe) and right_on= (build)")
+    return left, right
 
 
 def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, pkey: str, bkey: str) -> list[OutColumn]:

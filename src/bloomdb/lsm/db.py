@@ -24,25 +24,25 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..errors import BloomDBError, CorruptionError, InvalidArgument, KeyTypeError
-from ..hashing import hash64 as _xxh3  # XXH3-64 seed 0: the filters' hash
 from . import _lsm_kernels as K
+from . import identity, scan, wal
 from . import manifest as mf
-from . import scan, wal
 from .compaction import executor, policy
 from .fs import RealFS
 from .memtable import MemTable
 from .options import MAX_LEVELS, Options
 from .sstable import DELETED, MISSING, Table
 from .sstable.builder import build_table_arrays, pack_bytes
+from .sstable.footer import decode_footer
 from .sstable.reader import BlockCache
 from .version import TableRef, Version
 
 MAX_SEQ = (1 << 56) - 1
+_RESERVE = 64  # file numbers reserved per manifest write (see DB._new_file_number)
 _PUT_HEAD = wal.PUT_HEAD
 _U32 = wal._U32
 _crc = wal._crc.crc32c
-_TABLE_RE = re.compile(r"^(\d+)\.sst$")
-_LOG_RE = re.compile(r"^(\d+)\.log$")
+_OWN_RE = re.compile(r"^(\d{6,})(\.sst|\.sst\.tmp|\.log)$")  # the names of tables and logs
 
 
 def _key(key: Any) -> bytes:
@@ -127,8 +127,14 @@ class DB:
     def open(cls, path: str | os.PathLike, options: Options | None = None) -> "DB":
         """Open (or create) the store at ``path``: recovers the WAL, cleans files a crash left.
 
+        A store is created only in a new or empty folder (its identity file ``BLOOMDB`` is
+        written first, :mod:`.identity`); a folder holding anything else -- a LevelDB or RocksDB
+        store, any file -- is refused, untouched. The store deletes only files its manifest
+        history proves it wrote (see :meth:`_recover`).
+
         Raises :class:`CorruptionError` naming the damaged file, :class:`InvalidArgument` for
-        bad options or a missing/existing store against ``create_if_missing``/``error_if_exists``.
+        bad options, a folder that is not a store and not empty, or a missing/existing store
+        against ``create_if_missing``/``error_if_exists``. A refused open creates nothing.
         """
         return cls(os.fspath(path), (options or Options()).validated())
 
@@ -154,15 +160,20 @@ class DB:
         self._probe_base = np.zeros(3, np.int64)
         self._lockfile = None
         fs = self._fs
-        exists = fs.exists(os.path.join(path, "MANIFEST"))
+        kind = identity.inspect(fs, path)  # raises for a folder that is not ours and not empty
+        exists = kind in (identity.STORE, identity.LEGACY)
         if exists and options.error_if_exists:
             raise InvalidArgument(f"{path}: store exists (error_if_exists=True)")
         if not exists and not options.create_if_missing:
-            raise InvalidArgument(f"{path}: no store here (create_if_missing=False)")
-        fs.makedirs(path)
+            why = " (its creation was interrupted)" if kind == identity.HALF else ""
+            raise InvalidArgument(f"{path}: no store here{why} (create_if_missing=False)")
+        if kind == identity.ABSENT:
+            identity.claim(fs, path)  # the identity file first: from now on the folder is ours
         self._take_lock()
         try:
-            self._recover(exists)
+            self._recover(exists, kind == identity.LEGACY)
+            if kind == identity.LEGACY:  # after the first manifest with reservations is durable
+                identity.claim(fs, path)
         except BaseException:
             self._release_lock()
             raise
@@ -196,11 +207,18 @@ class DB:
     def _file(self, name: str) -> str:
         return os.path.join(self.path, name)
 
-    def _recover(self, exists: bool) -> None:
+    def _recover(self, exists: bool, legacy: bool = False) -> None:
+        """Load the manifest, replay the logs into a table, start a new log, save the manifest,
+        and delete what the manifest history proves obsolete -- nothing else: a ``NNNNNN.sst``
+        or ``.log`` numbered at or above the manifest's ``next_file`` was never reserved by this
+        store (:meth:`_new_file_number`), so it is left alone and never written over (``legacy``:
+        a store from before reservations, whose newest log may lie there: it is replayed)."""
         fs = self._fs
         mpath = self._file("MANIFEST")
         state = mf.decode(fs.read_all(mpath), mpath) if exists else mf.ManifestState()
         self._next_file = state.next_file
+        self._reserved = state.next_file  # numbers below it were reserved by a durable manifest
+        self._manifest_log = state.log_number
         refs = []
         live = set()
         for level, info in state.tables:
@@ -219,18 +237,23 @@ class DB:
         seq = max([state.last_seq] + [r.info.max_seq for r in refs])
         logs = []
         for name in fs.listdir(self.path):
-            m = _TABLE_RE.match(name)
-            if m and int(m.group(1)) not in live:
-                fs.remove(self._file(name))  # output of a compaction/flush the crash interrupted
-            m = _LOG_RE.match(name)
-            if m:
-                n = int(m.group(1))
-                if n < state.log_number:
-                    fs.remove(self._file(name))
-                else:
-                    logs.append(n)
-            if name == "MANIFEST.tmp":
-                fs.remove(self._file(name))
+            m = _OWN_RE.match(name)
+            if m is None:
+                if name == "MANIFEST.tmp":
+                    fs.remove(self._file(name))  # the manifest's own temporary file
+                continue
+            n, suffix = int(m.group(1)), m.group(2)
+            if n >= state.next_file:  # never reserved by this store's manifest: not provably ours
+                self._next_file = max(self._next_file, n + 1)  # and never written over
+                if suffix == ".log" and legacy:
+                    logs.append(n)  # a store from before reservations: its newest log (replayed)
+            elif suffix == ".sst.tmp" or (suffix == ".sst" and n not in live and self._is_table(name)):
+                fs.remove(self._file(name))  # an interrupted output, or an obsolete input
+            elif suffix == ".log" and n < state.log_number:
+                if wal.is_log(fs.read_all(self._file(name))):
+                    fs.remove(self._file(name))  # a log whose memtable was flushed
+            elif suffix == ".log":
+                logs.append(n)
         mem = MemTable()
         damage: list[int] = []
         for n in sorted(logs):
@@ -255,16 +278,37 @@ class DB:
             fs.remove(self._file(f"{n:06d}.log"))
         self._state = (self._mem, None, self._version)
 
+    def _is_table(self, name: str) -> bool:
+        """Whether ``name`` ends in this store's table footer (magic and CRC32C)."""
+        try:
+            decode_footer(self._fs.read_all(self._file(name)), name)
+        except CorruptionError:
+            return False
+        return True
+
     def _new_file_number(self) -> int:
+        """A new file number, reserved by a durable manifest before it is returned: the manifest
+        records ``next_file`` ahead of every number in use (``_RESERVE`` at a time, one manifest
+        write per ``_RESERVE`` files), so recovery can prove that a table or log numbered below
+        it was written by this store (and may delete it) and that one above it was not."""
         with self._lock:
             n = self._next_file
             self._next_file += 1
+            if n >= self._reserved:
+                self._reserved = n + _RESERVE
+                try:
+                    self._save_manifest(self._manifest_log)
+                except BaseException as e:
+                    self._reserved = n
+                    self._fail(e)
+                    raise
             return n
 
     def _save_manifest(self, log_number: int) -> None:
         tables = [(r.level, r.info) for r in self._version.all_refs()]
-        state = mf.ManifestState(self._next_file, self._seq, log_number, tables)
+        state = mf.ManifestState(max(self._reserved, self._next_file), self._seq, log_number, tables)
         self._fs.write_atomic(self._file("MANIFEST"), mf.encode(state))
+        self._manifest_log = log_number
 
     def _write_table(self, mem: MemTable, level: int) -> TableRef:
         kd, ko, trs, vd, vo = mem.table_arrays()
@@ -580,7 +624,7 @@ class DB:
     def _ask(self, ver: Version, s: int, key: bytes) -> bool:
         """The filter check the kernel left to Python (a filter to load, partitions, another
         family): counted like the kernel's; False means "not here"."""
-        verdict = ver.directory.check(s, key, _xxh3(key))
+        verdict = ver.directory.check(s, key)
         ver.refresh_probe()  # the check may have laid the directory out again
         if verdict is None:
             return True

@@ -8,12 +8,17 @@ words, then the key bounds' bytes.
 Lazy loading: building a directory reads no filter. A table whose filter is not loaded yet gets
 slot kind ``K.LAZY`` with room reserved for its words (the filter block's size); the kernel
 hands such a slot to Python (``-slot - 2``), which reads the filter (the table keeps it), copies
-a ``blocked`` filter's words into the reserved room and flips the slot to ``K.BLOCKED`` (words
-first, kind last, so a concurrent kernel never sees a half-written filter). A table with
+the words of a filter the kernel can check (:func:`kernel_words`) into the reserved room and flips
+the slot to ``K.BLOCKED`` (words first, kind last, so a concurrent kernel never sees a
+half-written filter). A table with
 partitioned filters gets kind ``K.PARTITIONED`` and a partition table; each partition is read on
 the first lookup that needs it and copied in the same way. Filters of other families (and a
 table whose filter turned out partitioned) make the directory rebuild once; their checks stay in
-Python. A damaged filter fails open: kind ``K.NONE`` (no check counted). Counters survive a
+Python, where the filter answers through its public contract (:meth:`Filter.might_contain` of the
+key: the family hashes the key its own way -- XXH3, XXH64, LevelDB's hash -- so the store never
+assumes one hash or one layout). A table's filter says which family it is in its own
+self-describing bytes, so tables written under other options are read correctly. A damaged
+filter fails open: kind ``K.NONE`` (no check counted). Counters survive a
 rebuild (a kernel still running on the old array may lose a few increments: statistics only).
 
 Cost: building is O(tables + loaded filter words); a table's first lookup reads its filter once.
@@ -25,8 +30,27 @@ import threading
 
 import numpy as np
 
-from ..filters.blocked import BlockedBloom
 from . import _lsm_kernels as K
+
+#: The filter family and format version whose bit layout the probe kernel checks inline
+#: (:func:`_lsm_kernels._probe`): RocksDB's FastLocalBloom as ``blocked`` v1 stores it, keyed by the
+#: store's batch hash (XXH3-64 of the key bytes, computed once per key by the kernel). Every other
+#: (family, version) is asked in Python through its own contract.
+KERNEL_FAMILY = ("blocked", 1)
+
+
+def kernel_words(f):
+    """``(words32, num_lines, k)`` when the probe kernel can check filter ``f`` itself (its family
+    tag and version are :data:`KERNEL_FAMILY`), else ``None``: Python asks ``f``."""
+    if f is None or f is False or (getattr(f, "family", None), getattr(f, "family_version", None)) != KERNEL_FAMILY:
+        return None
+    return f.kernel_args
+
+
+def filter_says(f, key: bytes) -> bool:
+    """Filter ``f``'s answer for ``key`` through the family's public contract (it hashes ``key``
+    its own way). Cost: one Python call and one single-key kernel call (~µs)."""
+    return bool(f.might_contain(key))
 
 
 def prefix_words(key: bytes) -> tuple[int, int]:
@@ -148,8 +172,9 @@ class Directory:
             parts = []
             for i, size in enumerate(t.partitions[2]):
                 pf = t.loaded_partition(i)
-                if isinstance(pf, BlockedBloom):
-                    w, lines, k = pf.kernel_args
+                kw = kernel_words(pf)
+                if kw is not None:
+                    w, lines, k = kw
                     parts.append((w, 0, int(lines), k))
                 else:
                     state = K.P_LAZY if pf is None else K.P_OTHER
@@ -157,15 +182,16 @@ class Directory:
                         state = K.P_DAMAGED
                     parts.append((None, _reserve(size), state, 0))
             return K.PARTITIONED, None, 0, 0, 0, parts
-        if isinstance(f, BlockedBloom):
-            w, lines, k = f.kernel_args
+        kw = kernel_words(f)
+        if kw is not None:
+            w, lines, k = kw
             return K.BLOCKED, w, 0, int(lines), k, None
         if f is None:  # damaged: fail open
             return K.NONE, None, 0, 0, 0, None
         return K.OTHER, None, 0, 0, 0, None
 
     # -- the Python side of a probe -----------------------------------------------------------
-    def check(self, s: int, key: bytes, h: int):
+    def check(self, s: int, key: bytes):
         """Slot ``s`` handed over by the kernel: ``True`` may contain, ``False`` not here (both
         count as a filter check), ``None`` no usable filter (not counted). Loads what is missing."""
         t = self.slots[s].table
@@ -177,17 +203,18 @@ class Directory:
                     self._load_table(s, t, b)
             kind = self.array[b]
         if t.partitions is not None:
-            return self._check_partition(s, t, key, h)
+            return self._check_partition(s, t, key)
         f = t.filter()
         if f is None:
             return None
-        return bool(f.might_contain_hashes(np.array([h], np.uint64))[0])
+        return filter_says(f, key)
 
     def _load_table(self, s, t, b) -> None:
         d = self.array
         f = t.filter()  # reads the filter block once (the table keeps it)
-        if isinstance(f, BlockedBloom):
-            w, lines, k = f.kernel_args
+        kw = kernel_words(f)
+        if kw is not None:
+            w, lines, k = kw
             if w.shape[0] <= d[b + 2]:
                 w32 = d.view(np.uint32)
                 off = d[b + 1]
@@ -202,7 +229,7 @@ class Directory:
         # another family, or partitioned: lay the directory out again, once
         self.array = self._build(d[K.C_CHECKS : K.C_POSITIVE + 1].copy())
 
-    def _check_partition(self, s, t, key: bytes, h: int):
+    def _check_partition(self, s, t, key: bytes):
         i = t.partition_for(key)
         if i is None:
             return False  # beyond the table's last key
@@ -213,8 +240,9 @@ class Directory:
             e = d[b + 1] + K.PSTRIDE * i
             with self._lock:
                 if d[e + 4] == K.P_LAZY:
-                    if isinstance(f, BlockedBloom):
-                        w, lines, k = f.kernel_args
+                    kw = kernel_words(f)
+                    if kw is not None:
+                        w, lines, k = kw
                         if w.shape[0] <= d[e + 6]:
                             w32 = d.view(np.uint32)
                             w32[d[e + 5] : d[e + 5] + w.shape[0]] = w
@@ -225,4 +253,4 @@ class Directory:
                         d[e + 4] = K.P_DAMAGED if f is None else K.P_OTHER
         if f is None:
             return None
-        return bool(f.might_contain_hashes(np.array([h], np.uint64))[0])
+        return filter_says(f, key)

@@ -8,7 +8,7 @@ fail fsyncs without root or special mounts:
 * ``write_atomic(path, data)``: write a temporary file, fsync it, rename over ``path``, fsync
   the folder (manifest);
 * ``read_all(path)`` -> a bytes-like buffer of the whole file (the real FS memory-maps it);
-* ``listdir``, ``exists``, ``remove``, ``makedirs``, ``size``.
+* ``listdir``, ``exists``, ``remove``, ``rename``, ``makedirs``, ``size``.
 """
 
 from __future__ import annotations
@@ -100,6 +100,10 @@ class RealFS:
             os.remove(path)
         except FileNotFoundError:
             pass
+
+    def rename(self, src: str, dst: str) -> None:
+        """Rename ``src`` over ``dst`` (durable with the next ``sync_dir``/``write_atomic``)."""
+        os.replace(src, dst)
 
     def makedirs(self, path: str) -> None:
         os.makedirs(path, exist_ok=True)

@@ -2,12 +2,46 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import InvalidArgument
 
 MAX_LEVELS = 7
+_FS_METHODS = ("open_append", "write_atomic", "read_all", "listdir", "exists", "remove", "rename", "makedirs")
+_COMPRESSION_MODULES = {"zstd": "zstandard", "lz4": "lz4.frame"}
+
+
+def _check_int(o, name: str, low: int, high: int | None = None) -> None:
+    v = getattr(o, name)
+    if isinstance(v, bool) or not isinstance(v, int) or v < low or (high is not None and v > high):
+        bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
+        raise InvalidArgument(f"Options.{name} must be an integer {bound}, got {v!r}")
+
+
+def _check_compression(name) -> None:
+    """``None``, ``"zstd"`` or ``"lz4"``, and its codec importable now (not at the first flush)."""
+    if name is None:
+        return
+    if name not in _COMPRESSION_MODULES:
+        raise InvalidArgument(f"Options.compression must be None, 'zstd' or 'lz4', got {name!r}")
+    try:
+        importlib.import_module(_COMPRESSION_MODULES[name])
+    except ImportError as e:
+        raise InvalidArgument(f"Options.compression={name!r} needs the {_COMPRESSION_MODULES[name]} module: {e}") from None
+
+
+def _check_filter_spec(where: str, spec) -> None:
+    if spec is None:
+        return
+    if not isinstance(spec, str):
+        raise InvalidArgument(f"{where} must be a filter spec like 'blocked:10' or None, got {spec!r}")
+    from .sstable.builder import filter_spec_problem
+
+    why = filter_spec_problem(spec)
+    if why is not None:
+        raise InvalidArgument(f"{where}={spec!r} cannot be used by the store's tables: {why}")
 
 
 @dataclass
@@ -16,8 +50,11 @@ class Options:
 
     * ``filter``: filter registry spec for every table (``"blocked:10"``; ``None`` = no filter).
       Any family of :func:`bloomdb.filters.available` works; ``blocked`` filters are probed by
-      the store's own kernel, others through their family's ``might_contain_hashes``. A table's
-      filter is read on its first lookup and kept in memory.
+      the store's own kernel, others through their family's own contract (``might_contain``:
+      the family hashes the key its own way). A table's filter says its family in its bytes, so
+      tables written under another spec stay readable. A table's filter is read on its first
+      lookup and kept in memory. :meth:`DB.open` refuses a spec (bad family or parameters, or a
+      family the store cannot use) with ``InvalidArgument`` naming it.
     * ``filter_per_level``: ``{level: spec or None}`` overriding ``filter`` per level (e.g. more
       bits at L0, fewer at the bottom).
     * ``optimize_filters_for_hits``: build no filter for tables written to the last level holding
@@ -70,38 +107,40 @@ class Options:
     fs: Any = None
 
     def validated(self) -> "Options":
-        """A checked copy; raises :class:`InvalidArgument` naming the bad field."""
-        from .. import filters
-
+        """A checked copy; raises :class:`InvalidArgument` naming the bad field (and, for a filter
+        spec, the spec and why): every field is checked here, so a store never accepts options
+        that fail later (the first flush used to hit a bad filter parameter). Each filter spec is
+        built once over a few keys exactly as a table builds it and read back
+        (:func:`.sstable.builder.filter_spec_problem`): a family the store cannot use is refused
+        here. Cost: one tiny filter build per distinct spec."""
         for name in ("block_size", "memtable_bytes", "table_bytes", "level1_bytes"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 64:
-                raise InvalidArgument(f"Options.{name} must be an integer >= 64, got {v!r}")
-        if not isinstance(self.restart_interval, int) or not 1 <= self.restart_interval <= 1024:
-            raise InvalidArgument(f"Options.restart_interval must be in [1, 1024], got {self.restart_interval!r}")
-        if not isinstance(self.level0_trigger, int) or self.level0_trigger < 1:
-            raise InvalidArgument(f"Options.level0_trigger must be >= 1, got {self.level0_trigger!r}")
-        if not isinstance(self.level0_stop, int) or self.level0_stop < self.level0_trigger:
-            raise InvalidArgument("Options.level0_stop must be an integer >= level0_trigger")
-        if not isinstance(self.level_ratio, (int, float)) or not self.level_ratio > 1:
-            raise InvalidArgument(f"Options.level_ratio must be > 1, got {self.level_ratio!r}")
-        if self.compression not in (None, "zstd", "lz4"):
-            raise InvalidArgument(f"Options.compression must be None, 'zstd' or 'lz4', got {self.compression!r}")
-        if not isinstance(self.filter_partition_blocks, int) or self.filter_partition_blocks < 1:
-            raise InvalidArgument("Options.filter_partition_blocks must be an integer >= 1")
-        if not isinstance(self.wal_buffer_bytes, int) or self.wal_buffer_bytes < 0:
-            raise InvalidArgument("Options.wal_buffer_bytes must be an integer >= 0")
-        if not isinstance(self.block_cache_bytes, int) or self.block_cache_bytes < 0:
-            raise InvalidArgument("Options.block_cache_bytes must be an integer >= 0")
-        specs = [self.filter, *self.filter_per_level.values()]
-        for spec in specs:
-            if spec is not None:
-                name, _ = filters.parse_spec(spec)
-                filters.family(name)  # raises InvalidArgument for an unknown family
+            _check_int(self, name, 64)
+        _check_int(self, "restart_interval", 1, 1024)
+        _check_int(self, "level0_trigger", 1)
+        _check_int(self, "level0_stop", self.level0_trigger)
+        _check_int(self, "filter_partition_blocks", 1)
+        _check_int(self, "wal_buffer_bytes", 0)
+        _check_int(self, "block_cache_bytes", 0)
+        r = self.level_ratio
+        if isinstance(r, bool) or not isinstance(r, (int, float)) or not 1 < r < float("inf"):
+            raise InvalidArgument(f"Options.level_ratio must be a finite number > 1, got {r!r}")
+        for name in ("optimize_filters_for_hits", "partitioned_filters", "paranoid_checks",
+                     "create_if_missing", "error_if_exists", "background_compaction"):
+            if not isinstance(getattr(self, name), bool):
+                raise InvalidArgument(f"Options.{name} must be True or False, got {getattr(self, name)!r}")
+        _check_compression(self.compression)
+        if not isinstance(self.filter_per_level, dict):
+            raise InvalidArgument(f"Options.filter_per_level must be a dict {{level: spec or None}}, got {self.filter_per_level!r}")
         for lvl in self.filter_per_level:
-            if not isinstance(lvl, int) or not 0 <= lvl < MAX_LEVELS:
+            if isinstance(lvl, bool) or not isinstance(lvl, int) or not 0 <= lvl < MAX_LEVELS:
                 raise InvalidArgument(f"Options.filter_per_level keys are levels 0..{MAX_LEVELS - 1}, got {lvl!r}")
-        return replace(self)
+        fields = [("Options.filter", self.filter)]
+        fields += [(f"Options.filter_per_level[{lvl}]", spec) for lvl, spec in self.filter_per_level.items()]
+        for where, spec in fields:
+            _check_filter_spec(where, spec)
+        if self.fs is not None and not all(callable(getattr(self.fs, m, None)) for m in _FS_METHODS):
+            raise InvalidArgument(f"Options.fs must provide {', '.join(_FS_METHODS)} (see bloomdb.lsm.fs)")
+        return replace(self, filter_per_level=dict(self.filter_per_level))
 
     def partition_blocks(self) -> int:
         """Data blocks per filter partition (0: one filter per table)."""

@@ -120,6 +120,12 @@ def read_log(data, path: str, paranoid: bool = True,
         pos = body_end
 
 
+def is_log(data) -> bool:
+    """Whether ``data`` is a log this module wrote: empty, or its first record is intact (a
+    foreign engine's log fails the CRC32C). Cost: one CRC32C over the first record."""
+    return len(data) == 0 or _intact(data, 0)
+
+
 def _intact(data: bytes, pos: int) -> bool:
     if len(data) - pos < _HDR.size + _BATCH.size:
         return False

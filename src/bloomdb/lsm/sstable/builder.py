@@ -15,6 +15,7 @@ import crc32c
 import numpy as np
 
 from ... import filters
+from ...errors import FilterBuildError, FilterFull
 from .. import _lsm_kernels as K
 from . import _table_kernels as TK
 from .block import RAW, compression_code, frame
@@ -57,6 +58,10 @@ def build_table(fs, path: str, number: int, keys: list[bytes], trailers: list[in
 
 
 PARTITION_MAGIC = b"BDBP"
+#: A table is written as ``NNNNNN.sst.tmp`` and renamed when complete: a file named ``.sst``
+#: always ends in the table footer, and a crash mid-build leaves a ``.tmp`` that recovery knows
+#: is the store's own (the store's garbage collection never guesses from a name alone).
+TMP_SUFFIX = ".tmp"
 _crc32c = crc32c.crc32c
 
 
@@ -72,6 +77,56 @@ def _filter_bytes(spec: str, kdata, koff, first, a: int, b: int) -> bytes:
     keys_arr = pa.Array.from_buffers(pa.large_binary(), ko.shape[0] - 1,
                                      [None, pa.py_buffer(np.ascontiguousarray(ko)), pa.py_buffer(np.ascontiguousarray(kd))])
     return filters.build(spec, keys_arr).to_bytes()
+
+
+#: Keys of the trial build of :func:`filter_spec_problem`: empty, binary, short and long keys.
+_TRIAL_KEYS = [b"", b"\x00", b"\xff\x00\x01", b"a", b"bloomdb", b"k" * 17, bytes(range(64))] + [b"%08d" % i for i in range(64)]
+
+
+def filter_spec_problem(spec: str) -> str | None:
+    """Why tables cannot carry filter ``spec`` (``None``: they can). The filter is built over a
+    few keys exactly as a table builds it, read back from its bytes by the reader's path
+    (:func:`bloomdb.filters.from_bytes`) and asked for every key through the family's contract:
+    an exception (a bad family or parameter: ``"blocked:-1"``, ``"cuckoo:10"``), a false
+    negative or another family read back is a reason. Cost: one tiny build (the family's
+    kernels are loaded once per process)."""
+    try:
+        kdata, koff = pack_bytes(_TRIAL_KEYS)
+        blob = _filter_bytes(spec, kdata, koff, np.ones(len(_TRIAL_KEYS), np.bool_), 0, len(_TRIAL_KEYS))
+        f = filters.from_bytes(blob)
+        name, _ = filters.parse_spec(spec)
+        if f.family != name:
+            return f"a {name} filter reads back as family {f.family!r}"
+        lost = [k for k in _TRIAL_KEYS if not f.might_contain(k)]
+    except Exception as e:  # noqa: BLE001 - every failure is a reason to refuse the spec
+        return f"{type(e).__name__}: {e}"
+    if lost:
+        return f"the filter read back from its bytes misses {len(lost)} of {len(_TRIAL_KEYS)} keys it was built from"
+    return None
+
+
+def _table_filter(spec: str | None, kdata, koff, lasts, n: int, partition_blocks: int):
+    """``(filter bytes, [])`` for one filter per table, or ``(b"", [(partition filter, its last
+    key), ...])`` for partitioned filters. A filter the family cannot build for these keys (a
+    cuckoo table that fills, a ribbon that finds no seed: rare) gives a table without a filter,
+    ``(b"", [])``: every lookup then reads the table -- slower, never a wrong answer, and the
+    store keeps running instead of stopping on a flush that can never succeed."""
+    if spec is None:
+        return b"", []
+    first = K.first_of_key(kdata, koff)
+    try:
+        if partition_blocks <= 0:
+            return _filter_bytes(spec, kdata, koff, first, 0, n), []
+        lasts_l = lasts.tolist()
+        out = []
+        a = 0
+        for g in range(0, len(lasts_l), partition_blocks):
+            b = lasts_l[min(g + partition_blocks, len(lasts_l)) - 1] + 1
+            out.append((_filter_bytes(spec, kdata, koff, first, a, b), kdata[koff[b - 1] : koff[b]].tobytes()))
+            a = b
+        return b"", out
+    except (FilterFull, FilterBuildError):
+        return b"", []
 
 
 def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff, filter_spec: str | None,
@@ -115,30 +170,20 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
         offs, sizes = np.array(offl, np.int64), np.array(sizel, np.int64)
     index = TK.encode_index(kdata, koff, lasts, offs, sizes)
     # filter: distinct user keys (versions of a key are adjacent)
-    fbytes = b""
-    if filter_spec is not None:
-        first = K.first_of_key(kdata, koff)
-        if partition_blocks <= 0:
-            fbytes = _filter_bytes(filter_spec, kdata, koff, first, 0, n)
-        else:  # one filter per group of data blocks, each its own checked block, then their index
-            lasts_l = lasts.tolist()
-            pindex = [PARTITION_MAGIC, struct.pack("<I", -(-len(lasts_l) // partition_blocks))]
-            a = 0
-            for g in range(0, len(lasts_l), partition_blocks):
-                b = lasts_l[min(g + partition_blocks, len(lasts_l)) - 1] + 1
-                blob = _filter_bytes(filter_spec, kdata, koff, first, a, b)
-                lk = key(b - 1)
-                pindex.append(struct.pack("<QII", pos, len(blob), len(lk)))
-                pindex.append(lk)
-                framed = frame(blob, 0)
-                parts.append(framed)
-                pos += len(framed)
-                a = b
-            fbytes = b"".join(pindex)
+    fbytes, pblocks = _table_filter(filter_spec, kdata, koff, lasts, n, partition_blocks)
+    if pblocks:  # one filter per group of data blocks, each its own checked block, then their index
+        pindex = [PARTITION_MAGIC, struct.pack("<I", len(pblocks))]
+        for blob, lk in pblocks:
+            pindex.append(struct.pack("<QII", pos, len(blob), len(lk)))
+            pindex.append(lk)
+            framed = frame(blob, 0)
+            parts.append(framed)
+            pos += len(framed)
+        fbytes = b"".join(pindex)
     seqs = tr >> np.uint64(8)
     dels = int(np.count_nonzero((tr & np.uint64(0xFF)) == 0))
     meta = Meta(n, dels, int(seqs.min()), int(seqs.max()), int(koff[-1] - koff[0]), int(voff[-1] - voff[0]),
-                len(ends), key(0), key(n - 1), filter_spec)
+                len(ends), key(0), key(n - 1), filter_spec if fbytes else None)
     handles = []
     for blob in (fbytes, encode_meta(meta), index):
         framed = frame(blob, 0)
@@ -147,7 +192,8 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
         pos += len(framed)
     h = Handles(handles[0][0], handles[0][1], handles[1][0], handles[1][1], handles[2][0], handles[2][1])
     parts.append(encode_footer(h))
-    f = fs.open_append(path)
+    tmp = path + TMP_SUFFIX  # complete tables only under their real name (see TMP_SUFFIX)
+    f = fs.open_append(tmp)
     try:
         for part in parts:  # one write each: no joined copy of the table (held the GIL)
             f.write(part)
@@ -155,4 +201,5 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
             f.sync()
     finally:
         f.close()
+    fs.rename(tmp, path)
     return TableInfo(number, pos + 64, n, meta.min_key, meta.max_key, meta.min_seq, meta.max_seq)
