@@ -189,3 +189,33 @@ def test_the_trial_build_catches_a_family_the_store_cannot_use(monkeypatch):
     assert why is not None and "misses" in why
     with pytest.raises(InvalidArgument, match="standard:10"):
         Options(filter="standard:10").validated()
+
+
+@pytest.mark.parametrize("partitioned", [False, True], ids=["whole", "partitioned"])
+def test_a_filter_that_cannot_be_built_leaves_a_table_without_one_not_a_stopped_store(tmp_path, monkeypatch, partitioned):
+    """A cuckoo table that fills (or a ribbon that finds no seed) is rare but possible for some
+    key sets; the flush used to fail and stop the store. Now the table has no filter (every
+    lookup reads it: never a wrong answer) and the store keeps going."""
+    from bloomdb.errors import FilterFull
+
+    cls = filters.family("cuckoo")
+    build = cls.build.__func__
+
+    def full_for_big_tables(c, keys, **kw):
+        if len(keys) > 200:
+            raise FilterFull("cuckoo filter full (injected)")
+        return build(c, keys, **kw)
+
+    monkeypatch.setattr(cls, "build", classmethod(full_for_big_tables))
+    p = str(tmp_path / "db")
+    o = _opts("cuckoo:12", partitioned_filters=partitioned, filter_partition_blocks=64, memtable_bytes=1 << 20)
+    with DB.open(p, o) as db:
+        _write(db, KEYS)
+        db.flush()
+        assert [(r.table.filter_bytes, r.table.meta.filter_spec) for r in db._state[2].all_refs()] == [(0, None)]
+        _write(db, KEYS[:50])
+        db.flush()  # a small table still gets its cuckoo filter
+        assert sorted(r.table.filter_bytes > 0 for r in db._state[2].all_refs()) == [False, True]
+        _check_all(db, KEYS)
+    with DB.open(p, o) as db:
+        _check_all(db, KEYS)

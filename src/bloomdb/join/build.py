@@ -146,12 +146,13 @@ class BuildSide:
         K.expand_pairs(pos, grp, self.group_start, self.group_rows, out_pos, out_row)
         return out_pos, out_row
 
-    def distinct_keys(self, probe_type: pa.DataType) -> Any:
-        """The distinct build keys as values of the probe key's type (numpy storage integers, or an
-        Arrow array of strings/bytes), leaving out keys no probe value equals; None when they
-        cannot be given in that type (then the probe's own Bloom filters cannot be asked)."""
+    def distinct_keys(self, probe_type: pa.DataType) -> pa.Array | None:
+        """The distinct build keys as an Arrow array of the probe key's type (values, not bit
+        patterns: a Parquet source hashes each as its own column stores it), leaving out keys no
+        probe value equals; None when they cannot be given in that type (then the probe's own
+        Bloom filters are not asked)."""
         if self.kind == "int":
-            return self.domain.decode(np.unique(self._live()), probe_type)
+            return self.domain.to_arrow(self.domain.decode(np.unique(self._live()), probe_type), probe_type)
         col = self.table[self.key]
         if pa.types.is_dictionary(col.type):
             col = col.cast(col.type.value_type)

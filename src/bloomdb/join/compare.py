@@ -170,6 +170,15 @@ class KeyDomain:
         out = np.concatenate([exact, infs])
         return out.astype(np.int32) if c.cls == "date" else out
 
+    def to_arrow(self, values: np.ndarray | None, t: pa.DataType) -> pa.Array | None:
+        """:meth:`decode`'s storage integers as an Arrow array of ``t`` (dictionaries: their
+        value type); None stays None."""
+        if values is None:
+            return None
+        if pa.types.is_dictionary(t):
+            t = t.value_type
+        return pa.array(values, _storage_type(t, _classify(t))).view(t)
+
     def stat_range(self, lo, hi, t: pa.DataType):
         """Chunk statistics ``(lo, hi)`` of a column of type ``t`` as domain values that order as
         :attr:`order` says (ints, or bytes), or None when they cannot be used for pruning."""

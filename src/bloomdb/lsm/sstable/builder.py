@@ -15,6 +15,7 @@ import crc32c
 import numpy as np
 
 from ... import filters
+from ...errors import FilterBuildError, FilterFull
 from .. import _lsm_kernels as K
 from . import _table_kernels as TK
 from .block import RAW, compression_code, frame
@@ -104,6 +105,30 @@ def filter_spec_problem(spec: str) -> str | None:
     return None
 
 
+def _table_filter(spec: str | None, kdata, koff, lasts, n: int, partition_blocks: int):
+    """``(filter bytes, [])`` for one filter per table, or ``(b"", [(partition filter, its last
+    key), ...])`` for partitioned filters. A filter the family cannot build for these keys (a
+    cuckoo table that fills, a ribbon that finds no seed: rare) gives a table without a filter,
+    ``(b"", [])``: every lookup then reads the table -- slower, never a wrong answer, and the
+    store keeps running instead of stopping on a flush that can never succeed."""
+    if spec is None:
+        return b"", []
+    first = K.first_of_key(kdata, koff)
+    try:
+        if partition_blocks <= 0:
+            return _filter_bytes(spec, kdata, koff, first, 0, n), []
+        lasts_l = lasts.tolist()
+        out = []
+        a = 0
+        for g in range(0, len(lasts_l), partition_blocks):
+            b = lasts_l[min(g + partition_blocks, len(lasts_l)) - 1] + 1
+            out.append((_filter_bytes(spec, kdata, koff, first, a, b), kdata[koff[b - 1] : koff[b]].tobytes()))
+            a = b
+        return b"", out
+    except (FilterFull, FilterBuildError):
+        return b"", []
+
+
 def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff, filter_spec: str | None,
                        block_size: int, restart_interval: int, compression: str | None,
                        sync: bool = True, partition_blocks: int = 0) -> TableInfo:
@@ -145,30 +170,20 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
         offs, sizes = np.array(offl, np.int64), np.array(sizel, np.int64)
     index = TK.encode_index(kdata, koff, lasts, offs, sizes)
     # filter: distinct user keys (versions of a key are adjacent)
-    fbytes = b""
-    if filter_spec is not None:
-        first = K.first_of_key(kdata, koff)
-        if partition_blocks <= 0:
-            fbytes = _filter_bytes(filter_spec, kdata, koff, first, 0, n)
-        else:  # one filter per group of data blocks, each its own checked block, then their index
-            lasts_l = lasts.tolist()
-            pindex = [PARTITION_MAGIC, struct.pack("<I", -(-len(lasts_l) // partition_blocks))]
-            a = 0
-            for g in range(0, len(lasts_l), partition_blocks):
-                b = lasts_l[min(g + partition_blocks, len(lasts_l)) - 1] + 1
-                blob = _filter_bytes(filter_spec, kdata, koff, first, a, b)
-                lk = key(b - 1)
-                pindex.append(struct.pack("<QII", pos, len(blob), len(lk)))
-                pindex.append(lk)
-                framed = frame(blob, 0)
-                parts.append(framed)
-                pos += len(framed)
-                a = b
-            fbytes = b"".join(pindex)
+    fbytes, pblocks = _table_filter(filter_spec, kdata, koff, lasts, n, partition_blocks)
+    if pblocks:  # one filter per group of data blocks, each its own checked block, then their index
+        pindex = [PARTITION_MAGIC, struct.pack("<I", len(pblocks))]
+        for blob, lk in pblocks:
+            pindex.append(struct.pack("<QII", pos, len(blob), len(lk)))
+            pindex.append(lk)
+            framed = frame(blob, 0)
+            parts.append(framed)
+            pos += len(framed)
+        fbytes = b"".join(pindex)
     seqs = tr >> np.uint64(8)
     dels = int(np.count_nonzero((tr & np.uint64(0xFF)) == 0))
     meta = Meta(n, dels, int(seqs.min()), int(seqs.max()), int(koff[-1] - koff[0]), int(voff[-1] - voff[0]),
-                len(ends), key(0), key(n - 1), filter_spec)
+                len(ends), key(0), key(n - 1), filter_spec if fbytes else None)
     handles = []
     for blob in (fbytes, encode_meta(meta), index):
         framed = frame(blob, 0)
