@@ -29,14 +29,16 @@ from .keys import JoinKeys, _ro, from_arrow
 DEFAULT_FILTER_BYTES = 256 * 1024
 
 
-def make_filter(spec: str, keys: JoinKeys, size_bytes: int | None = None, arrow_keys: Any = None) -> HashedFilter:
+def make_filter(spec: str, keys: JoinKeys, size_bytes: int | None = None) -> HashedFilter:
     """A filter of ``spec`` holding every non-null key of ``keys``.
 
     ``register`` filters get a fixed ``size_bytes`` (256 KiB by default); other families are
-    sized for the number of keys. Only families fed by the XXH3-64 key hash can be pushed into the
-    scan (they are probed with the hashes the join computes anyway).
+    sized for the number of distinct keys. Only families fed by the XXH3-64 key hash can be pushed
+    into the scan (they are probed with the hashes the join computes anyway). Each distinct key is
+    added once: a build side with many duplicates neither over-fills a filter that counts copies
+    (cuckoo holds a key at most 8 times) nor inflates its size. Cost: one sort of the hashes.
     """
-    name, _arg = filters.parse_spec(spec)
+    name, arg = filters.parse_spec(spec)
     cls = filters.family(name)
     if not issubclass(cls, HashedFilter):
         raise InvalidArgument(f"join filter {spec!r}: the family must hash keys with XXH3-64 (a HashedFilter)")
@@ -45,19 +47,14 @@ def make_filter(spec: str, keys: JoinKeys, size_bytes: int | None = None, arrow_
         kwargs["size_bytes"] = DEFAULT_FILTER_BYTES if size_bytes is None else size_bytes
     elif size_bytes is not None:
         raise InvalidArgument("filter_size_bytes applies to the fixed-size 'register' family only")
-    valid = keys.valid
-    if cls.static:  # built once from all keys: give it the non-null keys themselves
-        if keys.ints is not None:
-            live = keys.ints if valid is None else keys.ints[valid]
-        else:
-            live = arrow_keys.drop_null() if arrow_keys is not None else None
-            if live is None:
-                raise InvalidArgument(f"static filter {spec!r} needs the build keys")
-        return filters.build(spec, live, **kwargs)  # type: ignore[return-value]
-    n = keys.n - (0 if valid is None else int(valid.size - valid.sum()))
-    f = filters.create(spec, capacity=max(1, n), **kwargs)
     h = keys.hashes()
-    f.add_hashes(h if valid is None else h[valid])
+    live = _ro(np.unique(h if keys.valid is None else h[keys.valid]))
+    if cls.static:  # built once from all the hashes
+        if arg is not None:
+            kwargs.update(cls.spec_kwargs(arg))
+        return cls.build_hashes(live, **kwargs)  # type: ignore[attr-defined,return-value]
+    f = filters.create(spec, capacity=max(1, live.shape[0]), **kwargs)
+    f.add_hashes(live)
     return f  # type: ignore[return-value]
 
 
@@ -108,7 +105,7 @@ class BuildSide:
         np.cumsum(counts, out=start[1:])
         self.group_start = _ro(start)
         self.non_null_rows = n
-        self.filter = make_filter(filter_spec, keys, filter_size_bytes, table[key]) if filter_spec else None
+        self.filter = make_filter(filter_spec, keys, filter_size_bytes) if filter_spec else None
         self._sorted: np.ndarray | None = None
 
     # ---- probing ---------------------------------------------------------------------------
