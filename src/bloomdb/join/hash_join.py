@@ -220,8 +220,11 @@ def hash_join(
     ``chunk_rows`` chunks). ``on``: the key column name (or a list of one name) on both sides;
     ``left_on`` / ``right_on``: the probe and the build key column when their names differ
     (pandas-style). Multi-column keys (a list of several names) are not supported yet and raise
-    :class:`InvalidArgument`. Keys are integers (any width, dates, timestamps) or strings/binary
-    on both sides; null keys never match.
+    :class:`InvalidArgument`. Keys compare by value, as DuckDB compares them
+    (:mod:`bloomdb.join.compare`: integers of any width and sign, bool and floats with each other;
+    dates and timestamps as instants, in the finer unit; strings and binary by their bytes); a
+    pair of key types with no common type raises :class:`InvalidArgument` naming both. Null keys
+    never match.
 
     ``how``: ``"inner"`` (one row per matching pair), ``"semi"`` (probe rows with a match, once),
     ``"anti"`` (probe rows without a match, null keys included).
