@@ -177,12 +177,9 @@ class LevelDBBloom(Filter):
     def _query_batch(self, batch: KeyBatch, out: np.ndarray) -> None:
         K.query_hashes(self._buf, bloom_hashes(batch), out)
 
-    def might_contain_hashes(self, hashes: np.ndarray) -> np.ndarray:
-        """``might_contain`` for keys given as their LevelDB BloomHash values."""
-        h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
-        out = np.zeros(h.shape[0], dtype=np.bool_)
-        K.query_hashes(self._buf, h, out)
-        return out
+    def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None:
+        """Keys given as their LevelDB BloomHash values (``might_contain_hashes``)."""
+        K.query_hashes(self._buf, hashes, out)
 
     @property
     def kernel_args(self) -> np.ndarray:

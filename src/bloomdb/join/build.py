@@ -142,15 +142,9 @@ class BuildSide:
         K.expand_pairs(pos, grp, self.group_start, self.group_rows, out_pos, out_row)
         return out_pos, out_row
 
-    def distinct_keys(self, physical_int32: bool = False) -> Any:
-        """The distinct non-null build keys (numpy ints, or an Arrow array of strings/bytes);
-        ``physical_int32`` keeps only integers that fit a 32-bit column."""
-        if self.kind == "int":
-            live = self.keys.ints if self.keys.valid is None else self.keys.ints[self.keys.valid]
-            u = np.unique(live.view(np.int64))
-            if physical_int32:
-                u = u[(u >= -(2**31)) & (u < 2**31)]
-            return u
+    def distinct_keys(self) -> pa.Array:
+        """The distinct non-null build keys as an Arrow array of the build column's type (values,
+        not bit patterns: a Parquet source hashes each as its own column stores it)."""
         import pyarrow.compute as pc
 
         col = self.table[self.key]

@@ -284,7 +284,7 @@ def hash_join(
 
     bloom = None
     if bs.non_null_rows and how != "anti" and src.has_bloom_filters(pkey):  # distinct keys only when used
-        bloom = src.bloom_may_contain(pkey, bs.distinct_keys(kind == "int" and ptype.bit_width <= 32))
+        bloom = src.bloom_may_contain(pkey, bs.distinct_keys())
 
     def scan(i: int) -> _ChunkOut:
         n = src.chunk_rows(i)

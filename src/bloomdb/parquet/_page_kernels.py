@@ -204,11 +204,15 @@ def read_at(buf, pages, npages, codec, width, max_def, positions, out, valid, iw
             j += 1
         # the levels section (lbuf[l0:l1]) and the values section (vbuf[v0:v1])
         if kind == 0:
-            if codec == CODEC_SNAPPY:
+            if codec == CODEC_SNAPPY and usize > 0:  # an empty page may store no Snappy block at all
                 lbuf, l0 = snappy_bytes(buf, body, body + csize, page_buf[:usize])
                 if l0 < 0:
                     return ST_CORRUPT
                 l1 = l0 + usize
+            elif codec == CODEC_SNAPPY:
+                lbuf = buf
+                l0 = body
+                l1 = body
             else:
                 lbuf = buf
                 l0 = body
@@ -234,14 +238,18 @@ def read_at(buf, pages, npages, codec, width, max_def, positions, out, valid, iw
             lbuf = buf
             l0 = body
             l1 = body + dlen
-            if codec == CODEC_SNAPPY and pages[p, P_COMPRESSED] != 0:
-                n = usize - dlen - rlen
-                if n < 0:
-                    return ST_CORRUPT
+            n = usize - dlen - rlen
+            if n < 0:
+                return ST_CORRUPT
+            if codec == CODEC_SNAPPY and pages[p, P_COMPRESSED] != 0 and n > 0:  # no values: maybe no block
                 vbuf, v0 = snappy_bytes(buf, body + dlen + rlen, body + csize, page_buf[:n])
                 if v0 < 0:
                     return ST_CORRUPT
                 v1 = v0 + n
+            elif codec == CODEC_SNAPPY and pages[p, P_COMPRESSED] != 0:
+                vbuf = buf
+                v0 = body + dlen + rlen
+                v1 = v0
             else:
                 vbuf = buf
                 v0 = body + dlen + rlen

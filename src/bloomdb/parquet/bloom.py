@@ -28,11 +28,13 @@ import os
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ..errors import CorruptionError, InvalidArgument
 from ..filters import _sbbf_kernels as _K
 from ..filters.sbbf import SplitBlockBloom
 from ..keys import KeyBatch, to_batches
+from .values import column_type, encode, in_bounds
 
 __all__ = ["read_filters", "row_groups_that_may_contain", "hash_values", "UnsupportedBloomFilter",
            "parse_bloom_filter_header"]
@@ -154,8 +156,11 @@ def _open(path) -> tuple[Any, int, str]:
     import pyarrow.parquet as pq
 
     source = os.fspath(path)
-    pf = pq.ParquetFile(source)
-    return pf.metadata, os.path.getsize(source), source
+    try:
+        pf = pq.ParquetFile(source)
+        return pf.metadata, os.path.getsize(source), source
+    except (pa.ArrowException, OSError) as exc:
+        raise InvalidArgument(f"cannot read {source} as Parquet: {exc}") from None
 
 
 def _read_bitset(fh, offset: int, length: int | None, file_size: int, source: str) -> np.ndarray:
@@ -178,11 +183,8 @@ def _read_bitset(fh, offset: int, length: int | None, file_size: int, source: st
     return np.frombuffer(body, dtype=np.uint8)
 
 
-def _bitsets(path, column: str) -> tuple[list[np.ndarray | None], str, str]:
-    metadata, size, source = _open(path)
-    ci = _column_index(metadata, column, source)
+def _bitsets(metadata, ci: int, size: int, source: str) -> list[np.ndarray | None]:
     out: list[np.ndarray | None] = []
-    physical = metadata.schema.column(ci).physical_type
     with open(source, "rb") as fh:
         for g in range(metadata.num_row_groups):
             chunk = metadata.row_group(g).column(ci)
@@ -192,7 +194,7 @@ def _bitsets(path, column: str) -> tuple[list[np.ndarray | None], str, str]:
                 continue
             length = chunk.bloom_filter_length
             out.append(_read_bitset(fh, int(offset), int(length) if length else None, size, source))
-    return out, physical, source
+    return out
 
 
 def read_filters(path: str | os.PathLike, column: str) -> list[SplitBlockBloom | None]:
@@ -203,7 +205,8 @@ def read_filters(path: str | os.PathLike, column: str) -> list[SplitBlockBloom |
     for an unknown column, :class:`UnsupportedBloomFilter` / CorruptionError for filters that
     cannot be read. Cost: the footer plus each filter's bytes.
     """
-    bitsets, _, _ = _bitsets(path, column)
+    metadata, size, source = _open(path)
+    bitsets = _bitsets(metadata, _column_index(metadata, column, source), size, source)
     return [None if b is None else SplitBlockBloom.from_parquet_bitset(b) for b in bitsets]
 
 
@@ -254,22 +257,49 @@ def hash_values(values: Any, physical_type: str) -> np.ndarray:
 
 
 def row_groups_that_may_contain(path: str | os.PathLike, column: str, values: Any) -> np.ndarray:
-    """Which row groups of ``path`` may hold each of ``values`` in ``column``, by their Bloom filters.
+    """Which row groups of ``path`` may hold each of ``values`` in ``column``, by their Bloom
+    filters and min/max statistics.
 
-    Returns a bool array of shape ``(len(values), num_row_groups)``: False means the row group's
-    filter proves the value absent (skip it); True means it may be there — including every row
-    group whose chunk has no filter. Values are hashed per the column's physical type (see
-    :func:`hash_values`). Cost: reading the filters, then one compiled pass.
+    Returns a bool array of shape ``(len(values), num_row_groups)``: False means the row group
+    cannot hold the value (its filter proves it absent, it lies outside the chunk's min/max, or
+    the column cannot hold it at all -- ``2**40`` or ``-1`` for a uint32 column; a null value);
+    True means it may be there, including every row group without a filter or statistics.
+
+    Values are the column's *logical* values for integer columns (``2**31`` for a uint32 column
+    is hashed as the INT32 ``-2**31`` Parquet stores, see :mod:`.values`); for DATE / TIME /
+    TIMESTAMP columns, Arrow temporal arrays (converted exactly to the column's unit) or plain
+    integers taken as physical values; numbers for FLOAT / DOUBLE; str or bytes for BYTE_ARRAY and
+    FIXED_LEN_BYTE_ARRAY. Decimal, INT96, BOOLEAN and FLOAT16 columns answer True everywhere.
+    Raises InvalidArgument for an unknown column, a scalar, or values of a kind the column never
+    holds (str for an integer column). Cost: the footer, the filters, one compiled pass.
     """
-    bitsets, physical, _ = _bitsets(path, column)
-    hashes = hash_values(values, physical)
+    metadata, size, source = _open(path)
+    ci = _column_index(metadata, column, source)
+    ct = column_type(metadata.schema.column(ci))
+    groups = metadata.num_row_groups
+    n, enc = encode(values, ct)
+    out = np.zeros((n, groups), dtype=np.bool_)
+    if enc is None:  # a type this reader does not compare: no proof of absence
+        out[:] = True
+        return out
+    bitsets = _bitsets(metadata, ci, size, source)
     sizes = [0 if b is None else b.nbytes // 4 for b in bitsets]
-    starts = np.zeros(len(bitsets) + 1, dtype=np.int64)
+    starts = np.zeros(groups + 1, dtype=np.int64)
     np.cumsum(sizes, out=starts[1:])
     words = np.empty(int(starts[-1]), dtype=np.uint32)
     for g, b in enumerate(bitsets):
         if b is not None:
             words[starts[g] : starts[g + 1]] = b.view("<u4")
-    out = np.empty((hashes.shape[0], len(bitsets)), dtype=np.bool_)
-    _K.row_groups_query(words, starts, hashes, out)
+    from ..hashing import hash_batch_xxh64
+
+    hashes = hash_batch_xxh64(enc.batch, 0) if enc.rows.shape[0] else np.zeros(0, np.uint64)
+    sub = np.empty((enc.rows.shape[0], groups), dtype=np.bool_)
+    _K.row_groups_query(words, starts, hashes, sub)
+    sub[enc.loose] = True
+    for g in range(groups):
+        chunk = metadata.row_group(g).column(ci)
+        ok = in_bounds(enc, ct, chunk.statistics if chunk.is_stats_set else None)
+        if ok is not None:
+            sub[:, g] &= ok
+    out[enc.rows] = sub
     return out

@@ -140,7 +140,8 @@ class ParquetColumns:
                     col = _Column(i, _WIDTH[c.physical_type], c.max_definition_level, dt[0], dt[1])
             break
         else:
-            raise InvalidArgument(f"column {name!r} is not in {self.path}")
+            if name not in self._arrow.names:  # a nested column's own name: declined (None)
+                raise InvalidArgument(f"column {name!r} is not in {self.path}")
         self._columns[name] = col
         return col
 
@@ -201,6 +202,8 @@ class ParquetColumns:
                 raise InvalidArgument("positions must be one-dimensional")
             if positions.size and (positions[0] < 0 or positions[-1] >= nrows):
                 raise InvalidArgument(f"positions must lie in [0, {nrows}) for row group {row_group}")
+        if positions.shape[0] == 0:  # nothing wanted (a zero-row row group's offsets may be 0)
+            return np.zeros(0, col.dtype), None
         where = f"row group {row_group}, column {column!r}"
         start, end = self._chunk_range(meta)
         pages, n = self._pages(start, end, where)
@@ -252,7 +255,9 @@ class ParquetColumns:
             if kind == 3:
                 head = int(pages[p, H.P_DEF_LEN] + pages[p, H.P_REP_LEN])
             raw = src[body:body + csize]
-            if kind != 3 or pages[p, H.P_COMPRESSED]:
+            if usize == head:  # nothing compressed (writers may store no block for it at all)
+                body_bytes = raw[:head]
+            elif kind != 3 or pages[p, H.P_COMPRESSED]:
                 try:
                     values = pa.decompress(raw[head:], decompressed_size=usize - head, codec=name, asbytes=False)
                 except (pa.ArrowInvalid, pa.ArrowIOError, OSError, ValueError) as exc:
