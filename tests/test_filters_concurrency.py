@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bloomdb import filters
-from bloomdb.errors import InvalidArgument, NotFoundError
+from bloomdb.errors import CorruptionError, InvalidArgument, NotFoundError
 
 MUTABLE = [i.name for i in filters.available() if not i.static]
 
@@ -351,3 +351,55 @@ def test_atomic_kernels_set_the_same_bits(name):
     merged_plain._union_into(other._payload(), False)
     merged_atomic._union_into(other._payload(), True)
     assert np.array_equal(merged_plain._payload(), merged_atomic._payload())
+
+
+def test_concurrent_saves_to_one_path_never_mix(tmp_path):
+    """Saves from several threads used one temp name per process, so their bytes interleaved."""
+    path = tmp_path / "shared.blm"
+    made = [_create("blocked", 200_000) for _ in range(4)]
+    for i, f in enumerate(made):
+        f.add_many(_keys(150_000, 50 + i))
+    stop = threading.Event()
+    seen: list[str] = []
+
+    def saver(f):
+        def run():
+            for _ in range(15):
+                f.save(path)
+        return run
+
+    def reader():
+        while not stop.is_set():
+            try:
+                g = filters.open(path, mmap=False)
+            except FileNotFoundError:
+                continue
+            except CorruptionError:
+                seen.append("corrupt")
+                continue
+            seen.append("ok" if any(g == f for f in made) else "mixed")
+
+    t = threading.Thread(target=reader)
+    t.start()
+    try:
+        _run_threads([saver(f) for f in made])
+    finally:
+        stop.set()
+        t.join()
+    assert "mixed" not in seen and "corrupt" not in seen
+    assert any(filters.open(path) == f for f in made)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.blm"]  # no temp file left
+
+
+@pytest.mark.parametrize("name", ["standard", "blocked", "register", "sbbf"])
+def test_parallel_add_many_without_private_copies_is_byte_identical(name, monkeypatch):
+    """Filters too big for per-thread copies are built by all threads in place with atomic OR."""
+    from bloomdb.filters import parallel
+
+    monkeypatch.setattr(parallel, "PRIVATE_COPY_LIMIT", 0)
+    keys = _keys(80_000, 61)
+    serial = _create(name, 100_000)
+    serial.add_many(keys)
+    par = _create(name, 100_000)
+    par.add_many(keys, threads=4)
+    assert par.to_bytes() == serial.to_bytes()

@@ -2,11 +2,20 @@
 
 Contract
 --------
-A *key* is ``bytes`` (or ``bytearray``/``memoryview``), ``str`` (its UTF-8 bytes) or an integer in
-the signed or unsigned 64-bit range (its 8-byte little-endian two's-complement encoding, so ``-1``
-and ``2**64 - 1`` are the same key, and ``5`` and ``np.uint64(5)`` agree). Anything else raises
-:class:`~bloomdb.errors.KeyTypeError`; an integer outside 64 bits raises
-:class:`~bloomdb.errors.InvalidArgument`.
+A *key* is ``bytes``, ``str`` (its UTF-8 bytes) or an integer in the signed or unsigned 64-bit
+range (its 8-byte little-endian two's-complement encoding, so ``-1`` and ``2**64 - 1`` are the same
+key, and ``5`` and ``np.uint64(5)`` agree). The same value in another wrapper is the same key:
+
+* any Python buffer that is not a numpy array (``bytearray``, ``memoryview``, ``array.array``,
+  ``np.bytes_``, ``mmap``, a ``pyarrow.Buffer``) is **one bytes key**: its raw bytes;
+* a 0-d numpy array and a pyarrow scalar are the one value they hold;
+* a numpy array with dimensions is always a batch (a ``uint8`` array is a batch of small integers,
+  never a bytes key), so as a single key it raises :class:`~bloomdb.errors.KeyTypeError`.
+
+Anything else raises :class:`~bloomdb.errors.KeyTypeError`; an integer outside 64 bits raises
+:class:`~bloomdb.errors.InvalidArgument`; a null (``None``, a null pyarrow scalar) is not a key.
+Batch functions refuse one key given where a batch is expected (a ``str`` is never split into
+characters, a buffer never into its byte values).
 
 A *batch* becomes one or more :class:`KeyBatch` objects, each of one of two shapes:
 
@@ -85,15 +94,51 @@ def encode_key(key: Any) -> bytes | int:
         if v < _I64_MIN or v > U64_MASK:
             raise InvalidArgument(f"integer key {v} is outside the 64-bit range [-2**63, 2**64)")
         return v & U64_MASK
-    if isinstance(key, (bytearray, memoryview)):
-        return bytes(key)
     if isinstance(key, str):
         return str(key).encode("utf-8")
-    if isinstance(key, bytes):
-        return bytes(key)
+    if isinstance(key, np.generic) and not isinstance(key, np.bytes_):
+        raise KeyTypeError(f"unsupported key type numpy.{type(key).__name__}: keys are bytes, str or 64-bit integers")
+    if isinstance(key, np.ndarray):
+        if key.ndim == 0:
+            return encode_key(key[()])
+        raise KeyTypeError(
+            f"a numpy array of shape {key.shape} is a batch of keys, not one key: use the *_many "
+            "method (or bytes(arr) for one bytes key)"
+        )
+    pa = _pa()
+    if pa is not None and isinstance(key, pa.Scalar):
+        if not key.is_valid:
+            raise KeyTypeError("a null pyarrow scalar is not a key")
+        return encode_key(key.as_py())
+    if _is_buffer(key):
+        return memoryview(key).tobytes()
     raise KeyTypeError(
         f"unsupported key type {type(key).__name__!r}: keys are bytes, str or 64-bit integers"
     )
+
+
+def _is_buffer(obj: Any) -> bool:
+    """True for an object exporting the buffer protocol (bytes-like); callers rule out numpy
+    arrays first."""
+    try:
+        memoryview(obj)
+    except (TypeError, ValueError, BufferError):
+        return False
+    return True
+
+
+def _single_key_name(keys: Any) -> str | None:
+    """What ``keys`` is when it is one key rather than a batch (None for a batch)."""
+    if isinstance(keys, (str, bytes, int, np.generic)):
+        return type(keys).__name__
+    if isinstance(keys, np.ndarray):
+        return "0-d numpy array" if keys.ndim == 0 else None
+    pa = _pa()
+    if pa is not None and isinstance(keys, pa.Scalar):
+        return f"pyarrow scalar ({keys.type})"
+    if _is_buffer(keys):
+        return f"{type(keys).__name__} (a buffer is one bytes key)"
+    return None
 
 
 def _from_int_array(arr: np.ndarray, owner: Any = None) -> KeyBatch:
@@ -209,19 +254,21 @@ def to_batches(keys: Any) -> list[KeyBatch]:
 
     Accepts a list/tuple of keys (types may mix), a numpy integer / ``S`` / ``U`` / object array,
     a pyarrow integer/string/binary (large or not) ``Array`` or ``ChunkedArray``, or any object
-    exposing the Arrow C data interface (pandas/Polars series). A single ``str``/``bytes``/``int``
-    is refused (pass ``[key]`` or use the single-key method) so that a string is never silently
-    split into characters.
+    exposing the Arrow C data interface (pandas/Polars series). One key (``str``, ``bytes``, an
+    integer, any non-numpy buffer such as a ``memoryview`` or ``bytearray``, a 0-d array, a pyarrow
+    scalar) is refused with KeyTypeError (pass ``[key]`` or use the single-key method), so a string
+    is never split into characters nor a buffer into its byte values.
     """
     if isinstance(keys, KeyBatch):
         return [keys]
-    if isinstance(keys, (str, bytes, bytearray, int, np.integer)):
-        raise KeyTypeError(
-            f"expected a batch of keys, got a single {type(keys).__name__}; "
-            "wrap it in a list or use the single-key method"
-        )
     if isinstance(keys, (list, tuple)):
         return [_from_list(keys)]
+    single = _single_key_name(keys)
+    if single is not None:
+        raise KeyTypeError(
+            f"expected a batch of keys, got a single {single}; "
+            "wrap it in a list or use the single-key method"
+        )
     if isinstance(keys, np.ndarray):
         if keys.ndim != 1:
             keys = keys.reshape(-1)

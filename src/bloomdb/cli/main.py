@@ -19,6 +19,7 @@ COMMANDS = (
     "bloomdb.cli.join_bench",
     "bloomdb.cli.db_bench",
     "bloomdb.cli.db_stress",
+    "bloomdb.cli.warmup",
 )
 
 

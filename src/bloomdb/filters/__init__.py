@@ -118,8 +118,14 @@ def open(path: str | os.PathLike, mmap: bool = True, verify: bool = True) -> Fil
     """Open a filter file written by :meth:`Filter.save`.
 
     With ``mmap=True`` the payload is memory-mapped copy-on-write (the file is never modified;
-    pages load on demand), otherwise read into an aligned buffer. ``verify`` checks the payload
-    CRC32C (one pass over the file).
+    pages load on demand, so a huge filter opens fast with ``verify=False``), otherwise read into
+    an aligned buffer. ``verify`` checks the payload CRC32C (one pass over the file).
+
+    A mapped filter still answers from its file's pages, so: replacing the file by rename (as
+    :meth:`Filter.save` does) never affects it, and writing or truncating the file in place is
+    detected by an ``fstat`` before and after every query — the query raises CorruptionError
+    rather than answer from changed bits. The exact guarantee and its limits are in
+    :mod:`bloomdb.filters.mapped`; ``mmap=False`` (or ``.copy()``) is immune to the file.
     """
     return open_path(path, use_mmap=mmap, verify=verify)
 

@@ -24,9 +24,10 @@ call and their checksum always matches their bytes.
 
 from __future__ import annotations
 
+import contextlib
 import math
-import mmap as _mmap
 import os
+import tempfile
 import threading
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
@@ -44,6 +45,7 @@ from ..keys import KeyBatch
 from . import format as fmt
 from . import parallel
 from ._common_kernels import popcount_bytes, or_into
+from .mapped import MappedFile
 from .writers import WriteGate
 
 
@@ -117,6 +119,8 @@ class Filter(ABC):
     shared_writes: ClassVar[bool] = True
 
     _count: int
+    #: The open file when the payload is a memory map of it (``filters.open(mmap=True)``).
+    _mapped: MappedFile | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Filter":
         self = super().__new__(cls)
@@ -299,10 +303,19 @@ class Filter(ABC):
         for payload in parallel.run(fill, spans, threads):
             self._union_into(payload, False)
 
+    def _check_source(self) -> None:
+        """For a memory-mapped filter: CorruptionError if its file changed in place (see
+        :mod:`bloomdb.filters.mapped`); nothing otherwise."""
+        if self._mapped is not None:
+            self._mapped.check()
+
     def might_contain(self, key: Any) -> bool:
         """False: the key was certainly never added. True: it probably was (FP ~ estimated_fpr)."""
         out = np.zeros(1, dtype=np.bool_)
-        self._query_batch(single_key_batch(key), out)
+        batch = single_key_batch(key)
+        self._check_source()
+        self._query_batch(batch, out)
+        self._check_source()
         return bool(out[0])
 
     def might_contain_many(self, keys: Any) -> np.ndarray:
@@ -311,11 +324,29 @@ class Filter(ABC):
         n = sum(len(b) for b in batches)
         out = np.zeros(n, dtype=np.bool_)
         pos = 0
+        self._check_source()
         for b in batches:
             m = len(b)
             if m:
                 self._query_batch(b, out[pos : pos + m])
             pos += m
+        self._check_source()
+        return out
+
+    def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None:
+        """``might_contain`` of keys given as the family's hashes (families with a hash-level entry point)."""
+        raise NotImplementedError(f"{self.family} filters have no hash-level entry point")
+
+    def might_contain_hashes(self, hashes: np.ndarray) -> np.ndarray:
+        """``might_contain`` for keys given as the family's own hashes (``uint64`` array): XXH3-64
+        for most families, XXH64 (seed 0) of the plain encoding for ``sbbf``, LevelDB's BloomHash
+        for ``leveldb``. Engines hash a key once and probe many filters with it."""
+        h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
+        out = np.zeros(h.shape[0], dtype=np.bool_)
+        if h.shape[0]:
+            self._check_source()
+            self._query_hashes(h, out)
+            self._check_source()
         return out
 
     def stats(self) -> dict[str, Any]:
@@ -355,7 +386,9 @@ class Filter(ABC):
     def _copy_payload(self) -> tuple[np.ndarray, int]:
         count = self._count
         payload = fmt.aligned_empty(self.size_bytes)
+        self._check_source()
         payload[:] = self._payload()
+        self._check_source()
         return payload, count
 
     def to_bytes(self) -> bytes:
@@ -382,14 +415,25 @@ class Filter(ABC):
             raise CorruptionError(f"bad {cls.family} filter parameters: {exc}", source) from exc
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write :meth:`to_bytes` to ``path`` atomically (temp file, fsync, rename)."""
+        """Write :meth:`to_bytes` to ``path`` atomically: a uniquely named temp file beside it
+        (so concurrent saves, from threads or processes, never write into one another's), fsync,
+        rename, fsync of the directory. On any error the temp file is removed and ``path`` is
+        untouched. A filter open on the old file (even memory-mapped) keeps its contents."""
         path = os.fspath(path)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        with open(tmp, "wb") as fh:
-            fh.write(self.to_bytes())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        data = self.to_bytes()
+        folder = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp-", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(tmp)
+            raise
+        _fsync_dir(folder)
 
     def copy(self) -> "Filter":
         """An independent deep copy (same family, parameters, bits and count; see :meth:`_snapshot`)."""
@@ -454,6 +498,20 @@ class Filter(ABC):
         return self
 
 
+def _fsync_dir(folder: str) -> None:
+    """Make a rename in ``folder`` durable (no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def _unpickle(data: bytes) -> Filter:
     from . import from_bytes
 
@@ -511,33 +569,27 @@ class HashedFilter(Filter):
             self._add_hashes(h, atomic)
         self._counted(int(h.shape[0]))
 
-    def might_contain_hashes(self, hashes: np.ndarray) -> np.ndarray:
-        """``might_contain`` for keys given as their XXH3-64 hashes."""
-        h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
-        out = np.zeros(h.shape[0], dtype=np.bool_)
-        if h.shape[0]:
-            self._query_hashes(h, out)
-        return out
-
 
 def open_path(path: str | os.PathLike, use_mmap: bool = True, verify: bool = True) -> Filter:
     """Open a filter saved with :meth:`Filter.save`; see :func:`bloomdb.filters.open`."""
     from . import family_by_tag
 
     path = os.fspath(path)
-    with open(path, "rb") as fh:
-        if use_mmap:
-            size = os.fstat(fh.fileno()).st_size
-            if size == 0:
-                raise CorruptionError("empty file", path)
-            buf: Any = _mmap.mmap(fh.fileno(), 0, access=_mmap.ACCESS_COPY)
-        else:
+    mapped = None
+    if use_mmap:
+        mapped = MappedFile(path)
+        buf: Any = mapped.map
+    else:
+        with open(path, "rb") as fh:
             buf = fh.read()
     env = fmt.decode(buf, verify_payload=verify, source=path)
     cls = family_by_tag(env.family_tag, source=path)
-    if use_mmap:
+    if mapped is not None:
+        mapped.check()  # the checksum above read the file as it was at open
         payload = np.frombuffer(buf, dtype=np.uint8, count=env.payload_length, offset=env.payload_offset)
     else:
         payload = fmt.aligned_empty(env.payload_length)
         payload[:] = np.frombuffer(buf, dtype=np.uint8, count=env.payload_length, offset=env.payload_offset)
-    return cls._from_envelope(env, payload, path)
+    f = cls._from_envelope(env, payload, path)
+    f._mapped = mapped
+    return f

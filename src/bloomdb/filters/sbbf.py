@@ -166,12 +166,9 @@ class SplitBlockBloom(Filter):
             K.add(self._words, h, True, atomic)
         self._counted(int(h.shape[0]))
 
-    def might_contain_hashes(self, hashes: np.ndarray) -> np.ndarray:
-        """``might_contain`` for values given as their XXH64 (seed 0) hashes."""
-        h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
-        out = np.zeros(h.shape[0], dtype=np.bool_)
-        K.query(self._words, h, True, out)
-        return out
+    def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None:
+        """Values given as their XXH64 (seed 0) hashes (``might_contain_hashes``)."""
+        K.query(self._words, hashes, True, out)
 
     @property
     def kernel_args(self) -> tuple[np.ndarray, np.uint64]:
