@@ -83,6 +83,9 @@ def shapes(draw):
         threads=draw(st.sampled_from([1, 2])),
         chunk_rows=draw(st.sampled_from([1, 16, 256, 65536])),
         aggregates=draw(st.booleans()),
+        # a second key column (a multi-column key): probe type, build type, key range
+        k2=draw(st.none() | st.sampled_from([("int64", "int32", 3), ("string", "large_string", 2), ("date32", "ts_us", 4),
+                                             ("uint8", "int64", 2), ("float64", "float64", 3)])),
     )
 
 
@@ -105,6 +108,11 @@ def _data(s: dict) -> tuple[pa.Table, pa.Table]:
         "f": pa.array(rng.normal(size=n), pa.float64(), mask=rng.random(n) < 0.2),
     })  # fmt: skip
     build = pa.table({"k": _keys(s["btype"], bk, bnull), "bid": np.arange(s["n_build"], dtype=np.int64)})
+    if s["k2"] is not None:
+        t2p, t2b, r2 = s["k2"]
+        probe = probe.append_column("k2", _keys(t2p, rng.integers(0, r2, n), rng.random(n) < s["null_frac"] / 2))
+        nb = s["n_build"]
+        build = build.append_column("k2", _keys(t2b, rng.integers(0, r2, nb), rng.random(nb) < s["null_frac"] / 2))
     return probe, build
 
 
@@ -125,6 +133,8 @@ def _store(tmp_path, table: pa.Table, how: str, name: str, chunk_rows: int):
 
 
 def _duck(sql: str, p: pa.Table, b: pa.Table):
+    if "k2" in p.column_names:
+        sql = sql.replace("ON p.k = b.k", "ON p.k = b.k AND p.k2 = b.k2")
     con = duckdb.connect()
     con.register("p", p)
     con.register("b", b)
@@ -135,7 +145,8 @@ def check_shape(tmp_path, s: dict) -> None:
     probe, build = _data(s)
     psrc, pheld = _store(tmp_path, probe, s["source"], "p", s["chunk_rows"])
     bsrc, bheld = _store(tmp_path, build, s["build_source"], "b", s["chunk_rows"])
-    kw = dict(on="k", how=s["how"], pushdown=s["pushdown"], filter=s["filter"], threads=s["threads"],
+    on = "k" if s["k2"] is None else ["k", "k2"]
+    kw = dict(on=on, how=s["how"], pushdown=s["pushdown"], filter=s["filter"], threads=s["threads"],
               chunk_rows=s["chunk_rows"])
     if s["aggregates"]:
         got = hash_join(psrc, bsrc, aggregates=AGGS, **kw)

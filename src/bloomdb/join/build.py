@@ -62,15 +62,15 @@ class BuildSide:
     """Hash table + filter over the build side's key column (see module docstring)."""
 
     def __init__(self, table: pa.Table, key: str, domain: KeyDomain, filter_spec: str | None,
-                 filter_size_bytes: int | None = None):
+                 filter_size_bytes: int | None = None, combined: JoinKeys | None = None):
         if key not in table.column_names:
             raise InvalidArgument(f"build side has no column {key!r} (columns: {', '.join(table.column_names)})")
         self.table = table
         self.key = key
         self.domain = domain
-        self.kind = domain.kind
-        keys = from_arrow(table[key], domain)
-        self.keys = keys
+        self.keys = from_arrow(table[key], domain)  # the (first) key column: min/max and Bloom pruning
+        keys = self.keys if combined is None else combined  # what the hash table and the filter hold
+        self.kind = "int" if keys.ints is not None else "bytes"
         self.num_rows = keys.n
         rows = np.arange(keys.n, dtype=np.int64) if keys.valid is None else np.flatnonzero(keys.valid)
         n = rows.shape[0]

@@ -79,3 +79,42 @@ def from_arrow(arr: pa.Array | pa.ChunkedArray, domain: KeyDomain) -> JoinKeys:
     offsets = np.frombuffer(bufs[1], np.int64, count=n + 1, offset=arr.offset * 8) if n else np.zeros(1, np.int64)
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None and bufs[2].size else np.zeros(1, np.uint8)
     return JoinKeys(n, data=_ro(data), offsets=_ro(offsets), valid=valid)
+
+
+def combine(parts: list[JoinKeys]) -> JoinKeys:
+    """One byte-string key per row from the keys of several columns (a multi-column key): each
+    column's key as 8 bytes (a domain word) or as its length (8 bytes) then its bytes, so two rows
+    have equal combined keys exactly when every column's keys are equal. A row with a null (or
+    unrepresentable) key in any column is not valid. Cost: one pass over the key bytes."""
+    n = parts[0].n
+    valid = None
+    for p in parts:
+        if p.valid is not None:
+            valid = p.valid.copy() if valid is None else (valid & p.valid)
+    if all(p.ints is not None for p in parts):
+        words = np.ascontiguousarray(np.stack([p.ints for p in parts], axis=1)).reshape(-1)
+        width = 8 * len(parts)
+        data = words.view(np.uint8) if words.size else np.zeros(1, np.uint8)
+        return JoinKeys(n, data=_ro(data), offsets=_ro(np.arange(n + 1, dtype=np.int64) * width), valid=valid)
+    lens = np.zeros(n, np.int64)
+    for p in parts:
+        lens += 8 if p.ints is not None else 8 + np.diff(p.offsets[: n + 1])
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    data = np.zeros(max(int(offsets[-1]), 1), np.uint8)
+    at = offsets[:-1].copy()  # where each row's next part goes
+    eight = np.arange(8, dtype=np.int64)
+    for p in parts:
+        if p.ints is not None:
+            word = p.ints
+        else:
+            o = p.offsets[: n + 1]
+            word = np.diff(o).astype(np.uint64)
+        data[(at[:, None] + eight).reshape(-1)] = np.ascontiguousarray(word.astype("<u8")).view(np.uint8)
+        at += 8
+        if p.ints is None:
+            ln = np.diff(o)
+            src = np.arange(int(o[0]), int(o[-1]), dtype=np.int64)
+            data[src + np.repeat(at - o[:-1], ln)] = p.data[src]
+            at += ln
+    return JoinKeys(n, data=_ro(data), offsets=_ro(offsets), valid=valid)
