@@ -208,7 +208,7 @@ def hash_join(
     filter_size_bytes: int | None = None,
     chunk_rows: int = 65536,
     adaptive_threshold: float = 0.10,
-    verify: bool = False,
+    verify: bool = True,
     left_on: Any = None,
     right_on: Any = None,
 ):
@@ -234,10 +234,10 @@ def hash_join(
     fixed at ``filter_size_bytes`` = 256 KiB; None disables). ``pushdown``: ``"on"``, ``"off"`` or
     ``"adaptive"`` (see :mod:`bloomdb.join.adaptive`; ``adaptive_threshold`` = rejection rate below
     which filtering switches off). Every mode gives the same result: the filter only removes rows
-    the hash table would reject. ``threads``: chunks scanned in parallel. ``verify``: checksum
-    every columnar chunk touched (off by default, like Parquet readers' page checksums: a CRC is a
-    pass over the whole chunk, which random-access decoding otherwise avoids; headers and sizes
-    are always checked).
+    the hash table would reject. ``threads``: chunks scanned in parallel. ``verify`` (default on):
+    checksum every columnar chunk the first time an open table reads it (once per kept-open table,
+    not per join), so a damaged table raises CorruptionError instead of giving wrong rows;
+    ``verify=False`` skips the body checksums (manifest and chunk headers are always checked).
 
     Returns a ``pyarrow.Table`` (rows in probe order) or a dict of aggregates; with
     ``explain=True`` a pair ``(result, JoinStats)``. Raises :class:`InvalidArgument` for unknown
