@@ -1,8 +1,9 @@
-"""Join keys in kernel form: integer keys as ``uint64`` bits, string keys as bytes + offsets.
+"""Join keys in kernel form: numbers and instants as ``uint64`` words, strings as bytes + offsets.
 
-Integer-like Arrow types (ints, dates, timestamps) become their value widened to 64 bits (two's
-complement), so ``int32 -5`` and ``int64 -5`` are the same key; strings and binary become their
-bytes (UTF-8 for strings). Nulls are reported in ``valid`` and never match.
+A key column becomes words of the join's :class:`~.compare.KeyDomain` (the value both sides are
+compared as: ``int32 -5`` and ``int64 -5`` are one word, ``timestamp[s] 1`` and
+``timestamp[ms] 1000`` too); strings and binary become their bytes (UTF-8 for strings). Nulls,
+and values the other side's type cannot hold, are cleared in ``valid`` and never match.
 """
 
 from __future__ import annotations
@@ -13,28 +14,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidArgument
 from ..hashing import hash_batch
 from ..keys import KeyBatch
-
-
-def _ro(a: np.ndarray) -> np.ndarray:
-    if a.flags.writeable:
-        a = a.view()
-        a.flags.writeable = False
-    return a
-
-
-def key_kind(t: pa.DataType, column: str) -> str:
-    """``"int"`` or ``"bytes"`` for a join key column type; others raise InvalidArgument."""
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    if pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t):
-        return "int"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t) \
-            or pa.types.is_string_view(t) or pa.types.is_binary_view(t):  # fmt: skip
-        return "bytes"
-    raise InvalidArgument(f"join key {column!r} has type {t}; keys must be integers, dates, timestamps, strings or binary")
+from .compare import KeyDomain, _ro
 
 
 @dataclass
@@ -68,32 +50,30 @@ class JoinKeys:
 _NO_VALID = _ro(np.zeros(0, np.bool_))
 
 
-def int_bits(values: np.ndarray) -> np.ndarray:
-    """Integer values widened to 64 bits, as uint64 (read-only; no copy for int64/uint64)."""
-    if values.dtype == np.uint64:
-        return _ro(values)
-    if values.dtype == np.int64:
-        return _ro(values.view(np.uint64))
-    if values.dtype.kind == "i":
-        return _ro(values.astype(np.int64).view(np.uint64))
-    return _ro(values.astype(np.uint64))
+def from_values(values: np.ndarray, valid: np.ndarray | None, t: pa.DataType, domain: KeyDomain) -> JoinKeys:
+    """Keys of a decoded integer-domain column chunk: ``values`` in the storage type of ``t``
+    (null slots hold anything), ``valid`` None when there are no nulls."""
+    words, valid = domain.encode(values, valid, t)
+    return JoinKeys(words.shape[0], ints=words, valid=valid)
 
 
-def from_arrow(arr: pa.Array | pa.ChunkedArray, kind: str) -> JoinKeys:
-    """Keys of an Arrow array (chunked arrays are combined)."""
+def from_arrow(arr: pa.Array | pa.ChunkedArray, domain: KeyDomain) -> JoinKeys:
+    """Keys of an Arrow array in ``domain`` (chunked arrays are combined, dictionaries decoded)."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     n = len(arr)
     valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else None
-    if kind == "int":
+    if domain.kind == "int":
         t = arr.type
-        if not pa.types.is_integer(t):
+        if pa.types.is_boolean(t):
+            arr = arr.cast(pa.uint8())
+        elif not (pa.types.is_integer(t) or pa.types.is_floating(t)):
             arr = arr.view(pa.int32() if t.bit_width == 32 else pa.int64())
         if arr.null_count:
             arr = pc.fill_null(arr, 0)
-        return JoinKeys(n, ints=int_bits(arr.to_numpy(zero_copy_only=False)), valid=valid)
+        return from_values(arr.to_numpy(zero_copy_only=False), valid, t, domain)
     arr = arr.cast(pa.large_binary())
     bufs = arr.buffers()
     offsets = np.frombuffer(bufs[1], np.int64, count=n + 1, offset=arr.offset * 8) if n else np.zeros(1, np.int64)
