@@ -213,3 +213,14 @@ def test_a_foreign_file_named_like_the_identity_temporary_is_refused(tmp_path):
     p.mkdir()
     (p / (IDENTITY + ".tmp")).write_bytes(b"something else entirely")
     _refused_everywhere(str(p))
+
+
+def test_folders_named_like_the_stores_files_are_refused_cleanly(tmp_path):
+    """A folder called MANIFEST or BLOOMDB is nothing of ours: InvalidArgument, not an OSError."""
+    p = tmp_path / "manifest"
+    (p / "MANIFEST").mkdir(parents=True)
+    _refused_everywhere(str(p))
+    p = tmp_path / "identity"
+    (p / IDENTITY).mkdir(parents=True)
+    with pytest.raises(InvalidArgument, match="identity"):
+        DB.open(str(p))
