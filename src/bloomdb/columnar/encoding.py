@@ -167,6 +167,36 @@ def encode(arr: pa.Array, ctype: ColumnType, compression: str | None = None, lev
     return EncodedChunk(header + body, enc, null_count, vmin, vmax)
 
 
+def _layout_bytes(enc: int, flags: int, n: int, width: int, ndict: int, itemsize: int, body: np.ndarray) -> int:
+    """The raw body length the header's fields imply (sections padded to 8 bytes), or -1."""
+    size = _pad8(-(-n // 8)) if flags & 1 else 0
+    if enc == ENC_PLAIN:
+        return size + _pad8(n * itemsize)
+    size += int(K.packed_words(n, width)) * 8
+    if enc == ENC_FOR:
+        return size
+    end = size + (ndict + 1) * 8
+    if ndict < 1 or end > body.nbytes:
+        return -1
+    return end + _pad8(int(body[end - 8 : end].view(np.int64)[0]))
+
+
+def _agrees_with_manifest(info, enc, width, flags, reference, body_len, nbytes, ctype, source) -> None:
+    """The header against the manifest's entry for the chunk (its encoding, length, nulls and,
+    for frame-of-reference chunks, min/max, which fix the reference and the bit width)."""
+    ok = ENCODING_NAMES[enc] == info.encoding and HEADER_SIZE + body_len == info.length == nbytes \
+        and bool(flags & 1) == (info.null_count > 0)
+    if ok and enc == ENC_FOR:
+        lo, hi = info.min, info.max
+        if lo is None or hi is None:
+            ok = width == 0 and reference == 0
+        else:
+            ok = type(lo) is int and type(hi) is int and reference == lo & 0xFFFFFFFFFFFFFFFF \
+                and width == bit_width(hi - lo)
+    if not ok:
+        raise CorruptionError("column chunk header disagrees with the table manifest", source)
+
+
 class Chunk:
     """A decoded view of one stored column chunk (``buf``: its bytes as a uint8 array, e.g. mmap).
 
@@ -174,16 +204,19 @@ class Chunk:
     Raises :class:`CorruptionError` for a bad magic, size or checksum.
     """
 
-    def __init__(self, buf: np.ndarray, ctype: ColumnType, source: str | None = None, verify: bool = True):
+    def __init__(self, buf: np.ndarray, ctype: ColumnType, source: str | None = None, verify: bool = True,
+                 info: Any = None):
         if buf.nbytes < HEADER_SIZE:
             raise CorruptionError("column chunk shorter than its header", source)
-        (magic, enc, comp, width, flags, n, ndict, reference, body_len, raw_len, crc, itemsize) = HEADER.unpack(
-            buf[:HEADER_SIZE].tobytes()
-        )
-        if magic != MAGIC or enc not in ENCODING_NAMES or comp not in (0, 1) or width > 64:
+        head = buf[:HEADER_SIZE].tobytes()
+        (magic, enc, comp, width, flags, n, ndict, reference, body_len, raw_len, crc, itemsize) = HEADER.unpack(head)
+        if magic != MAGIC or enc not in ENCODING_NAMES or comp not in (0, 1) or width > 64 or flags > 1 \
+                or head[45:] != b"\0\0\0":
             raise CorruptionError("not a bloomdb column chunk (bad magic or header)", source)
         if HEADER_SIZE + body_len > buf.nbytes:
             raise CorruptionError("column chunk body truncated", source)
+        if info is not None:
+            _agrees_with_manifest(info, enc, width, flags, reference, body_len, buf.nbytes, ctype, source)
         stored = buf[HEADER_SIZE : HEADER_SIZE + body_len]
         if verify and crc32c(stored) != crc:
             raise CorruptionError("column chunk checksum mismatch", source)
@@ -196,9 +229,10 @@ class Chunk:
                 raise CorruptionError(f"column chunk zstd body: {exc}", source) from exc
         else:
             body = stored
-        if body.nbytes != raw_len:
+        if body.nbytes != raw_len or raw_len != _layout_bytes(enc, flags, n, width, ndict, itemsize, body):
             raise CorruptionError("column chunk body length mismatch", source)
         self.ctype, self.encoding, self.num_rows, self.width = ctype, enc, n, width
+        self.source = source
         self.reference = _U64(reference)
         self.compressed = comp == COMP_ZSTD
         pos = 0
@@ -284,8 +318,10 @@ class Chunk:
         t = self.ctype.arrow
         if self.encoding == ENC_DICT:
             codes = self.raw(positions).astype(np.int64)
-            out = self.dictionary.take(pa.array(codes, mask=mask))
-            return out.cast(t)
+            try:
+                return self.dictionary.take(pa.array(codes, mask=mask)).cast(t)
+            except (pa.ArrowIndexError, pa.ArrowInvalid) as exc:  # damage an unverified read let through
+                raise CorruptionError(f"column chunk dictionary: {exc}", self.source) from None
         v = self.numpy(positions)
         storage = self.ctype.storage
         a = pa.array(v, type=storage, mask=mask)

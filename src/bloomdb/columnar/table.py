@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 import mmap
 import os
+import re
+import threading
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
@@ -23,14 +25,27 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptionError, InvalidArgument
-from .encoding import ENCODING_NAMES, Chunk, encode
+from ..filters.format import crc32c
+from .encoding import ENCODING_NAMES, HEADER_SIZE, Chunk, encode
 from .types import ColumnType
 
 MANIFEST = "_table.json"
 FORMAT_NAME = "bloomdb-columnar"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the manifest and every chunk header are checksummed (1 is still read)
+_MANIFEST_KEYS = {1: {"format", "version", "num_rows", "chunk_rows", "columns", "row_groups"}}
+_MANIFEST_KEYS[2] = _MANIFEST_KEYS[1] | {"crc32c"}
+_CHUNK_KEYS = {1: {"offset", "length", "encoding", "null_count", "min", "max"}}
+_CHUNK_KEYS[2] = _CHUNK_KEYS[1] | {"header_crc"}
+_FILE_NAME = re.compile(r"rg-[0-9]{6,}\.bdc")
 DEFAULT_CHUNK_ROWS = 65536
 _ALIGN = 64
+
+
+def _canonical(manifest: dict) -> bytes:
+    """The bytes a manifest's ``crc32c`` covers: the manifest without that key, as compact JSON
+    with sorted keys (what ``json.dumps(..., sort_keys=True, separators=(",", ":"))`` gives)."""
+    rest = {k: v for k, v in manifest.items() if k != "crc32c"}
+    return json.dumps(rest, sort_keys=True, separators=(",", ":")).encode()
 
 
 def to_arrow_table(data: Any) -> pa.Table:
@@ -118,7 +133,8 @@ class TableWriter:
                 pad = -len(ec.data) % _ALIGN
                 fh.write(b"\0" * pad)
                 chunks.append({"offset": pos, "length": len(ec.data), "encoding": ENCODING_NAMES[ec.encoding],
-                               "null_count": ec.null_count, "min": ec.min, "max": ec.max})
+                               "null_count": ec.null_count, "min": ec.min, "max": ec.max,
+                               "header_crc": crc32c(ec.data[:HEADER_SIZE])})
                 pos += len(ec.data) + pad
         self._groups.append({"file": fname, "num_rows": t.num_rows, "chunks": chunks})
         self._rows += t.num_rows
@@ -134,6 +150,7 @@ class TableWriter:
             "columns": [{"name": n, "type": t.to_json()} for n, t in zip(self.names, self.types)],
             "row_groups": self._groups,
         }
+        manifest["crc32c"] = crc32c(_canonical(manifest))
         tmp = os.path.join(self.path, MANIFEST + ".tmp")
         with open(tmp, "w") as fh:
             json.dump(manifest, fh)
@@ -157,6 +174,7 @@ class ChunkInfo:
     null_count: int
     min: Any
     max: Any
+    header_crc: int | None = None  # format 2: CRC32C of the chunk's 48-byte header
 
 
 @dataclass(frozen=True)
@@ -169,38 +187,73 @@ class RowGroupInfo:
 class ColumnarTable:
     """An open columnar table: schema, row groups, and chunk access (files are memory-mapped).
 
-    Cost of opening: reading the manifest. Chunks are mapped on first use and checksummed then.
+    ``verify`` (the default): every chunk's body is checked against its CRC32C the first time this
+    open table reads it (a pass over the chunk, once: the verified chunks are remembered, so
+    repeated joins over a kept-open table do not re-hash). ``verify=False`` skips that pass
+    (damaged bodies may then decode to wrong values). The manifest's and the chunk headers'
+    checksums (format 2) are always checked; they are small.
+
+    Cost of opening: reading and checking the manifest.
     """
 
     def __init__(self, path: str | os.PathLike, verify: bool = True):
         self.path = os.fspath(path)
         mpath = os.path.join(self.path, MANIFEST)
         try:
-            with open(mpath) as fh:
-                m = json.load(fh)
+            with open(mpath, "rb") as fh:
+                m = json.loads(fh.read())
         except FileNotFoundError:
             raise InvalidArgument(f"{self.path} is not a bloomdb columnar table (no {MANIFEST})") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
             raise CorruptionError(f"unreadable manifest: {exc}", mpath) from exc
         try:
-            if m["format"] != FORMAT_NAME or m["version"] != FORMAT_VERSION:
-                raise CorruptionError(f"unsupported table format {m.get('format')!r} v{m.get('version')}", mpath)
-            self.names = [c["name"] for c in m["columns"]]
-            self.types = [ColumnType.from_json(c["type"], mpath) for c in m["columns"]]
-            self.num_rows = int(m["num_rows"])
-            self.row_groups = [
-                RowGroupInfo(g["file"], int(g["num_rows"]), tuple(ChunkInfo(**c) for c in g["chunks"]))
-                for g in m["row_groups"]
-            ]
-        except (KeyError, TypeError, ValueError) as exc:
-            if isinstance(exc, CorruptionError):
-                raise
+            self._load(m, mpath)
+        except CorruptionError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
             raise CorruptionError(f"bad manifest: {exc!r}", mpath) from exc
-        if any(len(g.chunks) != len(self.names) for g in self.row_groups):
-            raise CorruptionError("a row group has the wrong number of chunks", mpath)
         self.verify = verify
         self._maps: dict[str, np.ndarray] = {}
+        self._verified: set[tuple[int, int]] = set()  # (row group, column) whose body CRC matched
+        self._verify_lock = threading.Lock()
         self.schema = pa.schema([pa.field(n, t.arrow) for n, t in zip(self.names, self.types)])
+
+    def _load(self, m: Any, mpath: str) -> None:
+        """Check the manifest ``m`` (its checksum, keys, types and sums) and take it in."""
+        if not isinstance(m, dict) or m.get("format") != FORMAT_NAME or m.get("version") not in _MANIFEST_KEYS:
+            version = m.get("version") if isinstance(m, dict) else None
+            raise CorruptionError(f"unsupported table format {m.get('format') if isinstance(m, dict) else m!r} "
+                                  f"v{version}", mpath)
+        version = m["version"]
+        if set(m) != _MANIFEST_KEYS[version]:
+            raise CorruptionError(f"manifest keys {sorted(m)} are not those of format {version}", mpath)
+        if version >= 2 and (type(m["crc32c"]) is not int or crc32c(_canonical(m)) != m["crc32c"]):
+            raise CorruptionError("manifest checksum mismatch", mpath)
+        self.format_version = version
+        self.names = [c["name"] for c in m["columns"]]
+        if any(not isinstance(n, str) for n in self.names) or len(set(self.names)) != len(self.names):
+            raise CorruptionError("manifest column names are not unique strings", mpath)
+        self.types = [ColumnType.from_json(c["type"], mpath) for c in m["columns"]]
+        self.num_rows = _count(m["num_rows"])
+        groups = []
+        for g in m["row_groups"]:
+            if set(g) != {"file", "num_rows", "chunks"} or not isinstance(g["file"], str) \
+                    or not _FILE_NAME.fullmatch(g["file"]):
+                raise CorruptionError(f"bad row group entry {g!r}"[:200], mpath)
+            chunks = []
+            for c in g["chunks"]:
+                if set(c) != _CHUNK_KEYS[version]:
+                    raise CorruptionError(f"bad chunk entry {c!r}"[:200], mpath)
+                chunks.append(ChunkInfo(**c))
+                if any(type(getattr(chunks[-1], f)) is not int or getattr(chunks[-1], f) < 0
+                       for f in ("offset", "length", "null_count")):
+                    raise CorruptionError(f"bad chunk entry {c!r}"[:200], mpath)
+            groups.append(RowGroupInfo(g["file"], _count(g["num_rows"]), tuple(chunks)))
+        self.row_groups = groups
+        if any(len(g.chunks) != len(self.names) for g in self.row_groups):
+            raise CorruptionError("a row group has the wrong number of chunks", mpath)
+        if sum(g.num_rows for g in self.row_groups) != self.num_rows:
+            raise CorruptionError("row groups' rows do not add up to the table's", mpath)
 
     def column_index(self, name: str) -> int:
         try:
@@ -231,9 +284,17 @@ class ColumnarTable:
         buf = self._file(g.file)
         if info.offset + info.length > buf.nbytes:
             raise CorruptionError("column chunk beyond the end of its file", os.path.join(self.path, g.file))
-        ch = Chunk(buf[info.offset : info.offset + info.length], self.types[ci], os.path.join(self.path, g.file), self.verify)
+        where = os.path.join(self.path, g.file)
+        raw = buf[info.offset : info.offset + info.length]
+        if info.header_crc is not None and (raw.nbytes < HEADER_SIZE or crc32c(raw[:HEADER_SIZE]) != info.header_crc):
+            raise CorruptionError(f"column chunk header checksum mismatch (row group {group}, column {ci})", where)
+        check = self.verify and (group, ci) not in self._verified
+        ch = Chunk(raw, self.types[ci], where, check, info)
         if ch.num_rows != g.num_rows:
-            raise CorruptionError("column chunk row count differs from its row group", os.path.join(self.path, g.file))
+            raise CorruptionError("column chunk row count differs from its row group", where)
+        if check:
+            with self._verify_lock:
+                self._verified.add((group, ci))
         return ch
 
     def read(self, columns: Iterable[str] | None = None) -> pa.Table:
@@ -250,3 +311,9 @@ class ColumnarTable:
         ci = self.column_index(column)
         for g in range(len(self.row_groups)):
             yield self.chunk(g, ci)
+
+
+def _count(v: Any) -> int:
+    if type(v) is not int or v < 0:
+        raise CorruptionError(f"a row count is not a non-negative integer: {v!r}"[:200])
+    return v
