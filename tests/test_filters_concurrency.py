@@ -313,8 +313,11 @@ def test_write_gate_modes():
     got: list[bool] = []
     t = threading.Thread(target=lambda: got.append(g.enter_shared()))
     t.start()
-    t.join(0.1)
-    assert t.is_alive()  # an overlapping writer waits for the plain one to end ...
+    for _ in range(1000):  # until it is waiting (a loaded machine may start it late)
+        if g._waiting:
+            break
+        t.join(0.01)
+    assert t.is_alive() and g._waiting == 1  # an overlapping writer waits for the plain one ...
     g.leave(False)
     t.join()
     assert got == [True]  # ... then writes with atomics

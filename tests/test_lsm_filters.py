@@ -75,8 +75,8 @@ def test_partitioned_filters_are_checked_in_the_kernel_with_the_same_answers_and
     present = [b"t%d-%05d" % (t, i) for t in range(5) for i in range(0, 400, 7)]
     keys = present + [k + b"x" for k in present] + [b"t9", b"a", b"t3-99999"]
     calls = []
-    orig = Directory.check
-    monkeypatch.setattr(Directory, "check", lambda self, s, key: calls.append(s) or orig(self, s, key))
+    orig = Directory.check_many
+    monkeypatch.setattr(Directory, "check_many", lambda self, s, keys: calls.append(s) or orig(self, s, keys))
     with DB.open(path, _opts(partitioned_filters=True, filter_partition_blocks=2)) as db:
         ver = db._state[2]
         assert all(r.table.partitions is None and not r.table.filter_loaded for r in ver.slots)

@@ -192,3 +192,35 @@ def test_a_store_from_before_the_identity_file_opens_with_its_newest_log(tmp_pat
     assert IDENTITY in os.listdir(p)
     with DB.open(p) as db:
         assert db.get(b"k000499") == b"v499"
+
+
+@pytest.mark.parametrize("torn", [b"", b"bloomdb-lsm", b"bloomdb-lsm-store 1\n", b"bloomdb-lsm-store 1\n3f2a"])
+def test_a_crash_while_writing_the_identity_file_still_opens(tmp_path, torn):
+    """The identity file is written atomically (BLOOMDB.tmp, then renamed): a crash before the
+    rename leaves a torn BLOOMDB.tmp in an otherwise empty folder, which is still ours."""
+    p = tmp_path / "db"
+    p.mkdir()
+    (p / (IDENTITY + ".tmp")).write_bytes(torn)
+    with DB.open(str(p)) as db:
+        db.put(b"a", b"1")
+    with DB.open(str(p)) as db:
+        assert db.get(b"a") == b"1"
+    assert (p / IDENTITY).read_bytes().startswith(b"bloomdb-lsm-store 1\n")
+
+
+def test_a_foreign_file_named_like_the_identity_temporary_is_refused(tmp_path):
+    p = tmp_path / "db"
+    p.mkdir()
+    (p / (IDENTITY + ".tmp")).write_bytes(b"something else entirely")
+    _refused_everywhere(str(p))
+
+
+def test_folders_named_like_the_stores_files_are_refused_cleanly(tmp_path):
+    """A folder called MANIFEST or BLOOMDB is nothing of ours: InvalidArgument, not an OSError."""
+    p = tmp_path / "manifest"
+    (p / "MANIFEST").mkdir(parents=True)
+    _refused_everywhere(str(p))
+    p = tmp_path / "identity"
+    (p / IDENTITY).mkdir(parents=True)
+    with pytest.raises(InvalidArgument, match="identity"):
+        DB.open(str(p))

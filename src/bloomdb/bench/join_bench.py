@@ -90,8 +90,11 @@ def _agree(a: dict, b: dict) -> bool:
 
 def run(rows: int = 20_000_000, build_rows: int | None = None, fractions=(0.01, 0.1, 0.5, 1.0),
         compare=("duckdb", "polars"), threads: int = 2, repeats: int = 3, parquet: bool = True,
-        workdir: str | None = None, modes=("adaptive", "on", "off"), log: Callable[[str], None] = print) -> list[Run]:
-    """Build the data under ``workdir`` (a temp dir by default), run every engine, return the runs."""
+        workdir: str | None = None, modes=("adaptive", "on", "off"), log: Callable[[str], None] = print,
+        progress: bool = False) -> list[Run]:
+    """Build the data under ``workdir`` (a temp dir by default), run every engine, return the runs.
+    ``progress``: a bar over the engine runs with the time left (on a terminal)."""
+    from .progress import bar
     from .. import columnar
     from ..join import hash_join
 
@@ -102,6 +105,11 @@ def run(rows: int = 20_000_000, build_rows: int | None = None, fractions=(0.01, 
         workdir = tmp.name
     os.makedirs(workdir, exist_ok=True)
     runs: list[Run] = []
+    per_fraction = len(modes) + int(parquet) + 2 * int("duckdb" in compare) - int("duckdb" in compare and not parquet)
+    per_fraction += int("polars" in compare)
+    steps = bar(len(fractions) * per_fraction, "join-bench", unit="run", enabled=progress)
+    if progress:
+        log = steps.write
     try:
         t0 = time.perf_counter()
         probe = make_probe(rows, build_rows)
@@ -143,6 +151,7 @@ def run(rows: int = 20_000_000, build_rows: int | None = None, fractions=(0.01, 
                     raise AssertionError(f"{engine} disagrees at {frac:.0%}: {result} vs {ref}")
                 runs.append(r)
                 log(f"  {frac:>5.0%}  {engine:<24} {seconds * 1e3:9.1f} ms")
+                steps.update()
 
             for mode in modes:
                 sec, (res, st) = _best(lambda: hash_join(cpath, build, on="k", aggregates=QUERY_AGGS, pushdown=mode,
@@ -169,6 +178,7 @@ def run(rows: int = 20_000_000, build_rows: int | None = None, fractions=(0.01, 
         if duck is not None:
             duck.close()
     finally:
+        steps.close()
         if tmp is not None:
             tmp.cleanup()
     return runs

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from ..bench import join_bench as jb
 
     runs = jb.run(args.rows, args.build_rows, tuple(args.fractions), args.compare,
-                  args.threads, args.repeats, not args.no_parquet, args.dir, tuple(args.modes))
+                  args.threads, args.repeats, not args.no_parquet, args.dir, tuple(args.modes), progress=True)
     print()
     print(jb.format_table(runs))
     print(f"(best of {args.repeats} after a warm-up; {args.threads} threads; ratios against bloomdb columnar adaptive)")

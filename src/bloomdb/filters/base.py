@@ -240,6 +240,7 @@ class Filter(ABC):
 
     def fill_ratio(self) -> float:
         """Fraction of payload bits that are set (popcount over the payload)."""
+        self._check_source()
         p = self._payload()
         return popcount_bytes(p) / max(1, p.size * 8)
 

@@ -108,14 +108,18 @@ class CountingBloom(CacheLineState, DeletableFilter):
 
     def fill_ratio(self) -> float:
         """Fraction of counters that are non-zero (= the fill ratio of :meth:`to_bloom`)."""
-        return int(K.counter_stats(self._buf)[0]) / self.num_counters
+        return int(self._counter_stats()[0]) / self.num_counters
 
     def saturated_counters(self) -> int:
         """Counters stuck at 15 (never decremented again). Cost: one pass over the counters."""
-        return int(K.counter_stats(self._buf)[1])
+        return int(self._counter_stats()[1])
+
+    def _counter_stats(self) -> tuple[int, int]:
+        self._check_source()
+        return K.counter_stats(self._buf)
 
     def stats(self) -> dict[str, Any]:
-        nonzero, saturated = K.counter_stats(self._buf)
+        nonzero, saturated = self._counter_stats()
         s = super().stats()
         s.update(num_counters=self.num_counters, nonzero_counters=int(nonzero),
                  saturated_counters=int(saturated))

@@ -229,6 +229,7 @@ class CuckooFilter(DeletableFilter):
 
     def occupied_slots(self) -> int:
         """Slots holding a fingerprint. Cost: one pass over the table."""
+        self._check_source()
         return int(K.occupied(self._buf, self._f, np.uint64(self._nb)))
 
     def load_factor(self) -> float:

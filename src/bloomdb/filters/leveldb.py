@@ -154,7 +154,7 @@ class LevelDBBloom(Filter):
 
     def to_leveldb_bytes(self) -> bytes:
         """The filter exactly as LevelDB stores it: bit array, then the k byte."""
-        return self._buf.tobytes()
+        return self._snapshot()[0].tobytes()
 
     # ---- envelope -----------------------------------------------------------------------
 
@@ -195,6 +195,7 @@ class LevelDBBloom(Filter):
     @property
     def num_probes(self) -> int:
         """The stored k (0 for a filter shorter than 2 bytes; > 30 means "reserved: always true")."""
+        self._check_source()
         return int(self._buf[-1]) if self._buf.shape[0] >= 2 else 0
 
     @property
@@ -205,6 +206,7 @@ class LevelDBBloom(Filter):
         """Fraction of set bits in the bit array (the k byte excluded)."""
         if self.num_bits == 0:
             return 0.0
+        self._check_source()
         return popcount_bytes(self._buf[:-1]) / self.num_bits
 
     def estimated_fpr(self) -> float:

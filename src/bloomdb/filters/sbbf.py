@@ -125,7 +125,7 @@ class SplitBlockBloom(Filter):
 
     def to_parquet_bitset(self) -> bytes:
         """The bitset as Parquet stores it after the header (words little-endian)."""
-        return self._buf.tobytes()
+        return self._snapshot()[0].tobytes()
 
     # ---- envelope -----------------------------------------------------------------------
 

@@ -16,25 +16,29 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from .. import filters
 from ..errors import InvalidArgument
 from ..filters.base import HashedFilter
 from . import _join_kernels as K
-from .keys import JoinKeys, _ro, from_arrow, key_kind
+from .compare import KeyDomain
+from .keys import JoinKeys, _ro, from_arrow
 
 #: Default fixed filter size: 256 KiB, the Floe post's choice (fits in L2).
 DEFAULT_FILTER_BYTES = 256 * 1024
 
 
-def make_filter(spec: str, keys: JoinKeys, size_bytes: int | None = None, arrow_keys: Any = None) -> HashedFilter:
+def make_filter(spec: str, keys: JoinKeys, size_bytes: int | None = None) -> HashedFilter:
     """A filter of ``spec`` holding every non-null key of ``keys``.
 
     ``register`` filters get a fixed ``size_bytes`` (256 KiB by default); other families are
-    sized for the number of keys. Only families fed by the XXH3-64 key hash can be pushed into the
-    scan (they are probed with the hashes the join computes anyway).
+    sized for the number of distinct keys. Only families fed by the XXH3-64 key hash can be pushed
+    into the scan (they are probed with the hashes the join computes anyway). Each distinct key is
+    added once: a build side with many duplicates neither over-fills a filter that counts copies
+    (cuckoo holds a key at most 8 times) nor inflates its size. Cost: one sort of the hashes.
     """
-    name, _arg = filters.parse_spec(spec)
+    name, arg = filters.parse_spec(spec)
     cls = filters.family(name)
     if not issubclass(cls, HashedFilter):
         raise InvalidArgument(f"join filter {spec!r}: the family must hash keys with XXH3-64 (a HashedFilter)")
@@ -43,33 +47,30 @@ def make_filter(spec: str, keys: JoinKeys, size_bytes: int | None = None, arrow_
         kwargs["size_bytes"] = DEFAULT_FILTER_BYTES if size_bytes is None else size_bytes
     elif size_bytes is not None:
         raise InvalidArgument("filter_size_bytes applies to the fixed-size 'register' family only")
-    valid = keys.valid
-    if cls.static:  # built once from all keys: give it the non-null keys themselves
-        if keys.ints is not None:
-            live = keys.ints if valid is None else keys.ints[valid]
-        else:
-            live = arrow_keys.drop_null() if arrow_keys is not None else None
-            if live is None:
-                raise InvalidArgument(f"static filter {spec!r} needs the build keys")
-        return filters.build(spec, live, **kwargs)  # type: ignore[return-value]
-    n = keys.n - (0 if valid is None else int(valid.size - valid.sum()))
-    f = filters.create(spec, capacity=max(1, n), **kwargs)
     h = keys.hashes()
-    f.add_hashes(h if valid is None else h[valid])
+    live = _ro(np.unique(h if keys.valid is None else h[keys.valid]))
+    if cls.static:  # built once from all the hashes
+        if arg is not None:
+            kwargs.update(cls.spec_kwargs(arg))
+        return cls.build_hashes(live, **kwargs)  # type: ignore[attr-defined,return-value]
+    f = filters.create(spec, capacity=max(1, live.shape[0]), **kwargs)
+    f.add_hashes(live)
     return f  # type: ignore[return-value]
 
 
 class BuildSide:
     """Hash table + filter over the build side's key column (see module docstring)."""
 
-    def __init__(self, table: pa.Table, key: str, filter_spec: str | None, filter_size_bytes: int | None = None):
+    def __init__(self, table: pa.Table, key: str, domain: KeyDomain, filter_spec: str | None,
+                 filter_size_bytes: int | None = None, combined: JoinKeys | None = None):
         if key not in table.column_names:
             raise InvalidArgument(f"build side has no column {key!r} (columns: {', '.join(table.column_names)})")
         self.table = table
         self.key = key
-        self.kind = key_kind(table.schema.field(key).type, key)
-        keys = from_arrow(table[key], self.kind)
-        self.keys = keys
+        self.domain = domain
+        self.keys = from_arrow(table[key], domain)  # the (first) key column: min/max and Bloom pruning
+        keys = self.keys if combined is None else combined  # what the hash table and the filter hold
+        self.kind = "int" if keys.ints is not None else "bytes"
         self.num_rows = keys.n
         rows = np.arange(keys.n, dtype=np.int64) if keys.valid is None else np.flatnonzero(keys.valid)
         n = rows.shape[0]
@@ -104,7 +105,7 @@ class BuildSide:
         np.cumsum(counts, out=start[1:])
         self.group_start = _ro(start)
         self.non_null_rows = n
-        self.filter = make_filter(filter_spec, keys, filter_size_bytes, table[key]) if filter_spec else None
+        self.filter = make_filter(filter_spec, keys, filter_size_bytes) if filter_spec else None
         self._sorted: np.ndarray | None = None
 
     # ---- probing ---------------------------------------------------------------------------
@@ -142,40 +143,43 @@ class BuildSide:
         K.expand_pairs(pos, grp, self.group_start, self.group_rows, out_pos, out_row)
         return out_pos, out_row
 
-    def distinct_keys(self) -> pa.Array:
-        """The distinct non-null build keys as an Arrow array of the build column's type (values,
-        not bit patterns: a Parquet source hashes each as its own column stores it)."""
-        import pyarrow.compute as pc
-
+    def distinct_keys(self, probe_type: pa.DataType) -> pa.Array | None:
+        """The distinct build keys as an Arrow array of the probe key's type (values, not bit
+        patterns: a Parquet source hashes each as its own column stores it), leaving out keys no
+        probe value equals; None when they cannot be given in that type (then the probe's own
+        Bloom filters are not asked)."""
+        if self.kind == "int":
+            return self.domain.to_arrow(self.domain.decode(np.unique(self._live()), probe_type), probe_type)
         col = self.table[self.key]
         if pa.types.is_dictionary(col.type):
             col = col.cast(col.type.value_type)
         return pc.unique(col.drop_null())
 
+    def _live(self) -> np.ndarray:
+        """The build keys' words that can match (nulls and unrepresentable keys left out)."""
+        return self.keys.ints if self.keys.valid is None else self.keys.ints[self.keys.valid]
+
     # ---- min/max pruning -------------------------------------------------------------------
 
-    def any_key_between(self, lo: Any, hi: Any, signed: bool = True) -> bool:
-        """True unless no build key lies in ``[lo, hi]`` (chunk statistics; None = unknown).
-
-        ``signed`` says how the probe column orders integers (fixed for one join)."""
-        if lo is None or hi is None:
+    def any_key_between(self, bounds: tuple[Any, Any] | None) -> bool:
+        """True unless no build key lies in ``bounds`` = (lo, hi), a probe chunk's statistics in
+        the domain's order (:meth:`KeyDomain.stat_range`; None = unknown)."""
+        if bounds is None:
             return True
         if self.non_null_rows == 0:
             return False
         if self._sorted is None:
-            if self.kind == "int":
-                live = self.keys.ints if self.keys.valid is None else self.keys.ints[self.keys.valid]
-                self._sorted = np.sort(live.view(np.int64) if signed else live)
+            order = self.domain.order
+            if order in ("int64", "uint64"):
+                live = self._live()
+                self._sorted = np.sort(live.view(np.int64) if order == "int64" else live)
             else:
                 col = self.table[self.key].drop_null()
                 if pa.types.is_dictionary(col.type):
                     col = col.cast(col.type.value_type)
-                self._sorted = np.array(sorted(set(col.to_pylist())), dtype=object)
-        arr = self._sorted
-        try:
-            i = int(np.searchsorted(arr, lo, side="left"))
-        except TypeError:  # incomparable statistics (e.g. bytes vs str): cannot prune
-            return True
+                self._sorted = np.array(sorted(set(col.cast(pa.large_binary()).to_pylist())), dtype=object)
+        arr, (lo, hi) = self._sorted, bounds
+        i = int(np.searchsorted(arr, lo, side="left"))
         return i < arr.shape[0] and arr[i] <= hi
 
 

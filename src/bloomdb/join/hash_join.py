@@ -24,7 +24,8 @@ from ..errors import InvalidArgument
 from . import _join_kernels as K
 from .adaptive import AdaptivePolicy, Transition
 from .build import BuildSide
-from .keys import _ro, key_kind
+from .compare import key_domain
+from .keys import _ro, combine, from_arrow
 from .plan import HOWS, Agg, OutColumn, output_columns, parse_aggregates, parse_on
 from .sources import ProbeSource, open_source, read_all, schema_of
 
@@ -216,11 +217,15 @@ def hash_join(
 
     ``probe`` / ``build``: a :mod:`bloomdb.columnar` table (folder path or opened table), a Parquet
     file path, or in-memory data (pyarrow Table, pandas/Polars DataFrame, dict of arrays; cut into
-    ``chunk_rows`` chunks). ``on``: the key column name (or a list of one name) on both sides;
-    ``left_on`` / ``right_on``: the probe and the build key column when their names differ
-    (pandas-style). Multi-column keys (a list of several names) are not supported yet and raise
-    :class:`InvalidArgument`. Keys are integers (any width, dates, timestamps) or strings/binary
-    on both sides; null keys never match.
+    ``chunk_rows`` chunks). ``on``: the key column name on both sides, or a list of names: a multi-column key (rows match
+    when every column matches; a null in any key column never matches); ``left_on`` /
+    ``right_on``: the probe's and the build's key columns when their names differ (pandas-style,
+    lists of equal length). A list is never a (probe key, build key) pair. Min/max and Parquet
+    Bloom pruning use the first key column. Keys compare by value, as DuckDB compares them
+    (:mod:`bloomdb.join.compare`: integers of any width and sign, bool and floats with each other;
+    dates and timestamps as instants, in the finer unit; strings and binary by their bytes); a
+    pair of key types with no common type raises :class:`InvalidArgument` naming both. Null keys
+    never match.
 
     ``how``: ``"inner"`` (one row per matching pair), ``"semi"`` (probe rows with a match, once),
     ``"anti"`` (probe rows without a match, null keys included).
@@ -250,26 +255,27 @@ def hash_join(
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise InvalidArgument(f"threads must be a positive integer, got {threads!r}")
     policy = AdaptivePolicy(pushdown, threshold=adaptive_threshold)
-    pkey, bkey = parse_on(on, left_on, right_on)
+    pkeys, bkeys = parse_on(on, left_on, right_on)
     if isinstance(chunk_rows, bool) or not isinstance(chunk_rows, int) or chunk_rows < 1:
         raise InvalidArgument(f"chunk_rows must be a positive integer, got {chunk_rows!r}")
     src: ProbeSource = open_source(probe, verify, chunk_rows)
     bschema = schema_of(build)
-    if pkey not in src.schema.names:
-        raise InvalidArgument(f"probe side has no key column {pkey!r}")
-    if bkey not in bschema.names:
-        raise InvalidArgument(f"build side has no key column {bkey!r}")
-    kind = key_kind(src.schema.field(pkey).type, pkey)
-    if key_kind(bschema.field(bkey).type, bkey) != kind:
-        raise InvalidArgument(f"cannot join {kind} key {pkey!r} with {bschema.field(bkey).type} key {bkey!r}")
+    for side, names, schema in (("probe", pkeys, src.schema), ("build", bkeys, bschema)):
+        for k in names:
+            if k not in schema.names:
+                raise InvalidArgument(f"{side} side has no key column {k!r}")
+    domains = [key_domain(p, src.schema.field(p).type, b, bschema.field(b).type) for p, b in zip(pkeys, bkeys)]
+    pkey, bkey, domain, ptype = pkeys[0], bkeys[0], domains[0], src.schema.field(pkeys[0]).type
+    multi = len(pkeys) > 1
     aggs = parse_aggregates(aggregates, src.schema) if aggregates is not None else None
-    outs: list[OutColumn] = [] if aggs else output_columns(columns, how, src.schema, bschema, pkey, bkey)
-    build_cols = [bkey] + [o.name for o in outs if o.side == "build" and o.name != bkey]
+    outs: list[OutColumn] = [] if aggs else output_columns(columns, how, src.schema, bschema, bkeys)
+    build_cols = list(dict.fromkeys(bkeys + [o.name for o in outs if o.side == "build"]))
 
     stats = JoinStats(how=how, probe=src.label, pushdown=pushdown, threads=threads)
     t0 = time.perf_counter()
     bt = read_all(build, build_cols)
-    bs = BuildSide(bt, bkey, filter, filter_size_bytes)
+    combined = combine([from_arrow(bt[b], d) for b, d in zip(bkeys, domains)]) if multi else None
+    bs = BuildSide(bt, bkey, domain, filter, filter_size_bytes, combined)
     stats.build_seconds = time.perf_counter() - t0
     stats.build_rows, stats.build_keys = bs.num_rows, bs.groups
     if bs.filter is not None:
@@ -278,25 +284,24 @@ def hash_join(
         stats.filter_estimated_fpr = float(bs.filter.estimated_fpr())
     else:
         policy = AdaptivePolicy("off")
-    ptype = src.schema.field(pkey).type
-    signed = not (pa.types.is_unsigned_integer(ptype))
     agg_cols = sorted({a.column for a in aggs if a.column is not None}) if aggs else []
 
     bloom = None
     if bs.non_null_rows and how != "anti" and src.has_bloom_filters(pkey):  # distinct keys only when used
-        bloom = src.bloom_may_contain(pkey, bs.distinct_keys())
+        wanted = bs.distinct_keys(ptype)
+        bloom = src.bloom_may_contain(pkey, wanted) if wanted is not None else None
 
     def scan(i: int) -> _ChunkOut:
         n = src.chunk_rows(i)
-        lo, hi = src.key_stats(i, pkey)
-        if bs.non_null_rows == 0 or not bs.any_key_between(lo, hi, signed) or (bloom is not None and not bloom[i]):
-            by_bloom = bool(bs.non_null_rows > 0 and bs.any_key_between(lo, hi, signed))
+        bounds = domain.stat_range(*src.key_stats(i, pkey), ptype)
+        if bs.non_null_rows == 0 or not bs.any_key_between(bounds) or (bloom is not None and not bloom[i]):
+            by_bloom = bool(bs.non_null_rows > 0 and bs.any_key_between(bounds))
             if how != "anti" or n == 0:
                 return _ChunkOut({}, skipped=not by_bloom, skipped_bloom=by_bloom, rows=n)
             ch = src.chunk(i)
             return finish(ch, _ChunkOut(ch.decoded, skipped=True, rows=n), np.arange(n, dtype=np.int64), None, True)
         ch = src.chunk(i)
-        keys = ch.keys(pkey, kind)
+        keys = combine([ch.keys(p, d) for p, d in zip(pkeys, domains)]) if multi else ch.keys(pkey, domain)
         use = bs.filter is not None and policy.decide(i)
         r = _ChunkOut(ch.decoded, filtered=use, rows=n)
         if use:

@@ -1,8 +1,9 @@
-"""Join keys in kernel form: integer keys as ``uint64`` bits, string keys as bytes + offsets.
+"""Join keys in kernel form: numbers and instants as ``uint64`` words, strings as bytes + offsets.
 
-Integer-like Arrow types (ints, dates, timestamps) become their value widened to 64 bits (two's
-complement), so ``int32 -5`` and ``int64 -5`` are the same key; strings and binary become their
-bytes (UTF-8 for strings). Nulls are reported in ``valid`` and never match.
+A key column becomes words of the join's :class:`~.compare.KeyDomain` (the value both sides are
+compared as: ``int32 -5`` and ``int64 -5`` are one word, ``timestamp[s] 1`` and
+``timestamp[ms] 1000`` too); strings and binary become their bytes (UTF-8 for strings). Nulls,
+and values the other side's type cannot hold, are cleared in ``valid`` and never match.
 """
 
 from __future__ import annotations
@@ -13,28 +14,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidArgument
 from ..hashing import hash_batch
 from ..keys import KeyBatch
-
-
-def _ro(a: np.ndarray) -> np.ndarray:
-    if a.flags.writeable:
-        a = a.view()
-        a.flags.writeable = False
-    return a
-
-
-def key_kind(t: pa.DataType, column: str) -> str:
-    """``"int"`` or ``"bytes"`` for a join key column type; others raise InvalidArgument."""
-    if pa.types.is_dictionary(t):
-        t = t.value_type
-    if pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t):
-        return "int"
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t) \
-            or pa.types.is_string_view(t) or pa.types.is_binary_view(t):  # fmt: skip
-        return "bytes"
-    raise InvalidArgument(f"join key {column!r} has type {t}; keys must be integers, dates, timestamps, strings or binary")
+from .compare import KeyDomain, _ro
 
 
 @dataclass
@@ -68,34 +50,71 @@ class JoinKeys:
 _NO_VALID = _ro(np.zeros(0, np.bool_))
 
 
-def int_bits(values: np.ndarray) -> np.ndarray:
-    """Integer values widened to 64 bits, as uint64 (read-only; no copy for int64/uint64)."""
-    if values.dtype == np.uint64:
-        return _ro(values)
-    if values.dtype == np.int64:
-        return _ro(values.view(np.uint64))
-    if values.dtype.kind == "i":
-        return _ro(values.astype(np.int64).view(np.uint64))
-    return _ro(values.astype(np.uint64))
+def from_values(values: np.ndarray, valid: np.ndarray | None, t: pa.DataType, domain: KeyDomain) -> JoinKeys:
+    """Keys of a decoded integer-domain column chunk: ``values`` in the storage type of ``t``
+    (null slots hold anything), ``valid`` None when there are no nulls."""
+    words, valid = domain.encode(values, valid, t)
+    return JoinKeys(words.shape[0], ints=words, valid=valid)
 
 
-def from_arrow(arr: pa.Array | pa.ChunkedArray, kind: str) -> JoinKeys:
-    """Keys of an Arrow array (chunked arrays are combined)."""
+def from_arrow(arr: pa.Array | pa.ChunkedArray, domain: KeyDomain) -> JoinKeys:
+    """Keys of an Arrow array in ``domain`` (chunked arrays are combined, dictionaries decoded)."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     n = len(arr)
     valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else None
-    if kind == "int":
+    if domain.kind == "int":
         t = arr.type
-        if not pa.types.is_integer(t):
+        if pa.types.is_boolean(t):
+            arr = arr.cast(pa.uint8())
+        elif not (pa.types.is_integer(t) or pa.types.is_floating(t)):
             arr = arr.view(pa.int32() if t.bit_width == 32 else pa.int64())
         if arr.null_count:
             arr = pc.fill_null(arr, 0)
-        return JoinKeys(n, ints=int_bits(arr.to_numpy(zero_copy_only=False)), valid=valid)
+        return from_values(arr.to_numpy(zero_copy_only=False), valid, t, domain)
     arr = arr.cast(pa.large_binary())
     bufs = arr.buffers()
     offsets = np.frombuffer(bufs[1], np.int64, count=n + 1, offset=arr.offset * 8) if n else np.zeros(1, np.int64)
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None and bufs[2].size else np.zeros(1, np.uint8)
+    return JoinKeys(n, data=_ro(data), offsets=_ro(offsets), valid=valid)
+
+
+def combine(parts: list[JoinKeys]) -> JoinKeys:
+    """One byte-string key per row from the keys of several columns (a multi-column key): each
+    column's key as 8 bytes (a domain word) or as its length (8 bytes) then its bytes, so two rows
+    have equal combined keys exactly when every column's keys are equal. A row with a null (or
+    unrepresentable) key in any column is not valid. Cost: one pass over the key bytes."""
+    n = parts[0].n
+    valid = None
+    for p in parts:
+        if p.valid is not None:
+            valid = p.valid.copy() if valid is None else (valid & p.valid)
+    if all(p.ints is not None for p in parts):
+        words = np.ascontiguousarray(np.stack([p.ints for p in parts], axis=1)).reshape(-1)
+        width = 8 * len(parts)
+        data = words.view(np.uint8) if words.size else np.zeros(1, np.uint8)
+        return JoinKeys(n, data=_ro(data), offsets=_ro(np.arange(n + 1, dtype=np.int64) * width), valid=valid)
+    lens = np.zeros(n, np.int64)
+    for p in parts:
+        lens += 8 if p.ints is not None else 8 + np.diff(p.offsets[: n + 1])
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    data = np.zeros(max(int(offsets[-1]), 1), np.uint8)
+    at = offsets[:-1].copy()  # where each row's next part goes
+    eight = np.arange(8, dtype=np.int64)
+    for p in parts:
+        if p.ints is not None:
+            word = p.ints
+        else:
+            o = p.offsets[: n + 1]
+            word = np.diff(o).astype(np.uint64)
+        data[(at[:, None] + eight).reshape(-1)] = np.ascontiguousarray(word.astype("<u8")).view(np.uint8)
+        at += 8
+        if p.ints is None:
+            ln = np.diff(o)
+            src = np.arange(int(o[0]), int(o[-1]), dtype=np.int64)
+            data[src + np.repeat(at - o[:-1], ln)] = p.data[src]
+            at += ln
     return JoinKeys(n, data=_ro(data), offsets=_ro(offsets), valid=valid)

@@ -29,41 +29,38 @@ class Agg:
     out: str
 
 
-def _one_key(value: Any, name: str) -> str | None:
-    """A single key column name from a string or a 1-element list; None when ``value`` is None."""
+def _names(value: Any, name: str) -> list[str] | None:
+    """Key column names from a string or a list of strings; None when ``value`` is None."""
     if value is None:
         return None
     if isinstance(value, str) and value:
-        return value
-    if isinstance(value, (tuple, list)) and all(isinstance(x, str) and x for x in value):
-        if len(value) == 1:
-            return value[0]
-        if len(value) > 1:
-            raise InvalidArgument(
-                f"{name}={list(value)!r} is a multi-column key; multi-column join keys are not supported yet. "
-                "Join on one column: on='k', or left_on='probe_col', right_on='build_col'")
-    raise InvalidArgument(f"{name} must be a column name (or a list of one name), got {value!r}")
+        return [value]
+    if isinstance(value, (tuple, list)) and value and all(isinstance(x, str) and x for x in value):
+        return list(value)
+    raise InvalidArgument(f"{name} must be a column name or a non-empty list of column names, got {value!r}")
 
 
-def parse_on(on: Any, left_on: Any = None, right_on: Any = None) -> tuple[str, str]:
-    """``(probe key, build key)`` from pandas-style ``on`` / ``left_on`` + ``right_on``.
+def parse_on(on: Any, left_on: Any = None, right_on: Any = None) -> tuple[list[str], list[str]]:
+    """``(probe key columns, build key columns)`` from pandas-style ``on`` / ``left_on`` + ``right_on``.
 
-    ``on="k"`` (or ``["k"]``) names the key column of both sides; ``left_on`` / ``right_on`` name
-    the probe and the build key when they differ. A list of several names is a multi-column key,
-    which is not supported yet: InvalidArgument (a list never means a (probe, build) pair).
+    ``on="k"`` names the key column of both sides; ``on=["a", "b"]`` a multi-column key, the same
+    columns on both sides (a list is never a (probe, build) pair); ``left_on`` / ``right_on`` name
+    the probe's and the build's key columns when they differ, lists of equal length.
     """
-    key = _one_key(on, "on")
-    left, right = _one_key(left_on, "left_on"), _one_key(right_on, "right_on")
-    if key is not None:
+    keys = _names(on, "on")
+    left, right = _names(left_on, "left_on"), _names(right_on, "right_on")
+    if keys is not None:
         if left is not None or right is not None:
             raise InvalidArgument("give either on= or left_on= and right_on=, not both")
-        return key, key
+        return keys, list(keys)
     if left is None or right is None:
         raise InvalidArgument("name the join key: on='k', or both left_on= (probe) and right_on= (build)")
+    if len(left) != len(right):
+        raise InvalidArgument(f"left_on has {len(left)} columns and right_on {len(right)}; they pair up one to one")
     return left, right
 
 
-def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, pkey: str, bkey: str) -> list[OutColumn]:
+def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, bkeys: list[str]) -> list[OutColumn]:
     """Resolve ``columns`` (None = every probe column, plus the build side's non-key columns for
     inner joins). A name is looked up on the probe side first; ``"build.x"`` / ``"probe.x"`` pick a
     side explicitly. Build columns are only available to inner joins."""
@@ -72,7 +69,7 @@ def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, p
         if how == "inner":
             taken = set(probe.names)
             for n in build.names:
-                if n != bkey:
+                if n not in bkeys:
                     out.append(OutColumn("build", n, f"build.{n}" if n in taken else n))
         return out
     if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):

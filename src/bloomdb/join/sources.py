@@ -24,7 +24,8 @@ import pyarrow.compute as pc
 
 from .. import columnar
 from ..errors import CorruptionError, InvalidArgument
-from .keys import JoinKeys, from_arrow, int_bits
+from .compare import KeyDomain
+from .keys import JoinKeys, from_arrow, from_values
 from .open_files import kept_open
 
 
@@ -53,7 +54,8 @@ class ProbeChunk:
     def _count(self, name: str, rows: int) -> None:
         self.decoded[name] = self.decoded.get(name, 0) + rows
 
-    def keys(self, key: str, kind: str) -> JoinKeys:
+    def keys(self, key: str, domain: KeyDomain) -> JoinKeys:
+        """The chunk's key column as keys of ``domain``."""
         raise NotImplementedError
 
     def numeric(self, name: str, positions: np.ndarray, whole: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
@@ -109,12 +111,12 @@ class _ColumnarChunk(ProbeChunk):
             ch = self._chunks[name] = self.table.chunk(self.group, name)
         return ch
 
-    def keys(self, key: str, kind: str) -> JoinKeys:
+    def keys(self, key: str, domain: KeyDomain) -> JoinKeys:
         ch = self._chunk(key)
         self._count(key, self.num_rows)
-        if kind == "int":
-            return JoinKeys(self.num_rows, ints=int_bits(ch.raw()), valid=ch.validity)
-        return from_arrow(ch.arrow(), kind)
+        if domain.kind == "int":
+            return from_values(ch.numpy(), ch.validity, ch.ctype.arrow, domain)
+        return from_arrow(ch.arrow(), domain)
 
     def _rows(self, ch: columnar.Chunk, positions: np.ndarray, whole: bool) -> int:
         return self.num_rows if (whole or ch.compressed) else positions.shape[0]
@@ -192,11 +194,11 @@ class _ParquetChunk(ProbeChunk):
             self._count(name, self.num_rows if positions is None else positions.shape[0])
         return got
 
-    def keys(self, key, kind):
-        got = self._pages(key, None) if kind == "int" else None
+    def keys(self, key, domain):
+        got = self._pages(key, None) if domain.kind == "int" else None
         if got is not None:
-            return JoinKeys(self.num_rows, ints=int_bits(got[0]), valid=got[1])
-        return from_arrow(self._col(key), kind)
+            return from_values(got[0], got[1], self.src.schema.field(key).type, domain)
+        return from_arrow(self._col(key), domain)
 
     def numeric(self, name, positions, whole):
         whole = whole or positions.shape[0] * DENSE > self.num_rows
@@ -285,7 +287,10 @@ class ParquetSource(ProbeSource):
             if c.path_in_schema == key:
                 st = c.statistics
                 if st is not None and st.has_min_max:
-                    return st.min, st.max
+                    try:
+                        return st.min, st.max
+                    except (OverflowError, ValueError, pa.ArrowException):  # e.g. a date beyond Python's
+                        return None, None
         return None, None
 
 
@@ -302,9 +307,9 @@ class _ArrowChunk(ProbeChunk):
         c = self.t.column(name)
         return c.combine_chunks() if c.num_chunks != 1 else c.chunk(0)
 
-    def keys(self, key, kind):
+    def keys(self, key, domain):
         self._count(key, self.num_rows)
-        return from_arrow(self._col(key), kind)
+        return from_arrow(self._col(key), domain)
 
     def numeric(self, name, positions, whole):
         self._count(name, self.num_rows if whole else positions.shape[0])

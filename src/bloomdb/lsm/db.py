@@ -624,17 +624,19 @@ class DB:
     def _ask(self, ver: Version, s: int, key: bytes) -> bool:
         """The filter check the kernel left to Python (a filter to load, partitions, another
         family): counted like the kernel's; False means "not here"."""
-        verdict = ver.directory.check(s, key)
+        return self._ask_many(ver, s, [key])[0]
+
+    def _ask_many(self, ver: Version, s: int, keys: list[bytes]) -> list[bool]:
+        """:meth:`_ask` for several keys of one slot: one batched call per filter."""
+        verdicts = ver.directory.check_many(s, keys)
         ver.refresh_probe()  # the check may have laid the directory out again
-        if verdict is None:
-            return True
         st = self._stats
-        st["filter_checks"] += 1
-        if not verdict:
-            st["filter_useful"] += 1
-            return False
-        st["filter_positive"] += 1
-        return True
+        no = verdicts.count(False)
+        yes = verdicts.count(True)
+        st["filter_checks"] += no + yes
+        st["filter_useful"] += no
+        st["filter_positive"] += yes
+        return [v is not False for v in verdicts]
 
     def _read(self, ver: Version, s: int, key: bytes, snap: int):
         """Read table slot ``s`` for ``key`` (one data block): value, DELETED or MISSING."""
@@ -681,11 +683,37 @@ class DB:
         hits = np.flatnonzero(slots != -1)
         if hits.size:
             sl = slots.tolist()
-            for j in hits.tolist():
-                r = self._read_from(ver, sl[j], sub[j], snap)
-                if r is not MISSING and r is not DELETED:
-                    out[todo[j]] = r
+            self._resolve(ver, {j: sl[j] for j in hits.tolist()}, sub, snap, out, todo)
         return out
+
+    def _resolve(self, ver: Version, pending: dict, keys: list, snap: int, out: list, todo) -> None:
+        """Follow the kernel's answers ``pending`` (key index -> slot, or ``-slot - 2``: Python
+        checks the filter first) for a batch, round by round: the keys handed to Python are
+        checked with one batched filter call per slot (:meth:`_ask_many`), then every key that
+        may be in its slot reads it; a key not found there is probed again from the next slot.
+        Sets ``out[todo[j]]`` for every key found with a value."""
+        while pending:
+            asks: dict[int, list[int]] = {}
+            for j, s in pending.items():
+                if s < -1:
+                    asks.setdefault(-s - 2, []).append(j)
+            passed = {}
+            for slot, js in asks.items():
+                passed.update(zip(js, self._ask_many(ver, slot, [keys[j] for j in js])))
+            nxt = {}
+            for j, s in pending.items():
+                if s < -1:
+                    s = -s - 2
+                    if not passed[j]:
+                        nxt[j] = s + 1
+                        continue
+                r = self._read(ver, s, keys[j], snap)
+                if r is MISSING:
+                    nxt[j] = s + 1
+                elif r is not DELETED:
+                    out[todo[j]] = r
+            d = ver.refresh_probe()[0]
+            pending = {j: s for j, s in ((j, K.probe(d, keys[j], s)) for j, s in nxt.items()) if s != -1}
 
     def __contains__(self, key) -> bool:
         return self.get(key, _ABSENT) is not _ABSENT

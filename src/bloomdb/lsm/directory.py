@@ -14,8 +14,8 @@ half-written filter). A table with
 partitioned filters gets kind ``K.PARTITIONED`` and a partition table; each partition is read on
 the first lookup that needs it and copied in the same way. Filters of other families (and a
 table whose filter turned out partitioned) make the directory rebuild once; their checks stay in
-Python, where the filter answers through its public contract (:meth:`Filter.might_contain` of the
-key: the family hashes the key its own way -- XXH3, XXH64, LevelDB's hash -- so the store never
+Python, where the filter answers through its public contract (:meth:`Filter.might_contain_many`
+of the keys: the family hashes the keys its own way -- XXH3, XXH64, LevelDB's hash -- so the store never
 assumes one hash or one layout). A table's filter says which family it is in its own
 self-describing bytes, so tables written under other options are read correctly. A damaged
 filter fails open: kind ``K.NONE`` (no check counted). Counters survive a
@@ -47,12 +47,6 @@ def kernel_words(f):
     return f.kernel_args
 
 
-def filter_says(f, key: bytes) -> bool:
-    """Filter ``f``'s answer for ``key`` through the family's public contract (it hashes ``key``
-    its own way). Cost: one Python call and one single-key kernel call (~µs)."""
-    return bool(f.might_contain(key))
-
-
 def prefix_words(key: bytes) -> tuple[int, int]:
     """Bytes 0..8 and 8..16 of ``key`` as big-endian integers (zero-padded): the kernel compares
     these first."""
@@ -63,6 +57,15 @@ def prefix_words(key: bytes) -> tuple[int, int]:
 def _reserve(nbytes: int) -> int:
     """32-bit words reserved for a filter whose serialized form is ``nbytes`` long."""
     return (nbytes + 3) // 4 + 1
+
+
+def _filter_says(f, keys: list[bytes]) -> list[bool]:
+    """Filter ``f``'s answers for ``keys`` through the family's public contract (it hashes the
+    keys its own way): ``might_contain`` for one key (cheaper than a batch of one),
+    ``might_contain_many`` for more. Cost: one kernel call."""
+    if len(keys) == 1:
+        return [bool(f.might_contain(keys[0]))]
+    return f.might_contain_many(keys).tolist()
 
 
 class Directory:
@@ -194,20 +197,33 @@ class Directory:
     def check(self, s: int, key: bytes):
         """Slot ``s`` handed over by the kernel: ``True`` may contain, ``False`` not here (both
         count as a filter check), ``None`` no usable filter (not counted). Loads what is missing."""
+        return self.check_many(s, [key])[0]
+
+    def check_many(self, s: int, keys: list[bytes]) -> list:
+        """:meth:`check` of each of ``keys`` for slot ``s``, with one batched
+        ``might_contain_many`` call per filter (the table's, or each partition's that holds some
+        of the keys) instead of one call per key."""
         t = self.slots[s].table
         b = K.SLOTS + K.STRIDE * s
-        kind = self.array[b]
-        if kind == K.LAZY:
+        if self.array[b] == K.LAZY:
             with self._lock:
                 if self.array[b] == K.LAZY:
                     self._load_table(s, t, b)
-            kind = self.array[b]
-        if t.partitions is not None:
-            return self._check_partition(s, t, key)
-        f = t.filter()
-        if f is None:
-            return None
-        return filter_says(f, key)
+        if t.partitions is None:
+            f = t.filter()
+            return [None] * len(keys) if f is None else _filter_says(f, keys)
+        out: list = [False] * len(keys)  # a key beyond the table's last key: not here
+        groups: dict[int, list[int]] = {}
+        for j, key in enumerate(keys):
+            i = t.partition_for(key)
+            if i is not None:
+                groups.setdefault(i, []).append(j)
+        for i, js in groups.items():
+            f = self._partition(s, t, i)
+            said = [None] * len(js) if f is None else _filter_says(f, [keys[j] for j in js])
+            for j, v in zip(js, said):
+                out[j] = v
+        return out
 
     def _load_table(self, s, t, b) -> None:
         d = self.array
@@ -229,10 +245,9 @@ class Directory:
         # another family, or partitioned: lay the directory out again, once
         self.array = self._build(d[K.C_CHECKS : K.C_POSITIVE + 1].copy())
 
-    def _check_partition(self, s, t, key: bytes):
-        i = t.partition_for(key)
-        if i is None:
-            return False  # beyond the table's last key
+    def _partition(self, s, t, i: int):
+        """Partition ``i`` of slot ``s``'s table, read on first use (``None``: damaged); a
+        partition the kernel can check is copied into the directory for the next lookups."""
         f = t.partition_filter(i)
         d = self.array
         b = K.SLOTS + K.STRIDE * s
@@ -251,6 +266,4 @@ class Directory:
                             d[e + 4] = K.P_LOADED  # last
                     else:
                         d[e + 4] = K.P_DAMAGED if f is None else K.P_OTHER
-        if f is None:
-            return None
-        return filter_says(f, key)
+        return f

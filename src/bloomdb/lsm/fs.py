@@ -64,6 +64,7 @@ class RealFS:
 
     def write_atomic(self, path: str, data: bytes) -> None:
         tmp = path + ".tmp"
+        self.remove(tmp)  # a temporary file a crash left would be appended to
         f = self.open_append(tmp)
         try:
             f.write(data)
