@@ -35,7 +35,8 @@ P_DEF_LEN = 7  # v2: definition_levels_byte_length (v1: -1)
 P_REP_LEN = 8  # v2: repetition_levels_byte_length (v1: -1)
 P_COMPRESSED = 9  # v2: is_compressed (v1: 1)
 P_FIRST_ROW = 10  # row index of the page's first row within the column chunk (data pages)
-P_FIELDS = 11
+P_CRC = 11  # PageHeader.crc: CRC-32 (zlib's) of the page body as stored, as uint32; -1 when absent
+P_FIELDS = 12
 
 # Thrift compact types
 _T_TRUE = 1
@@ -271,6 +272,9 @@ def walk_pages(buf, start, end, pages):
                 v, pos = _int_field(buf, pos, end, t)
                 pages[n, P_TYPE if fid == 1 else (P_USIZE if fid == 2 else P_CSIZE)] = v
                 seen |= 1 << fid
+            elif fid == 4 and t == _T_I32:
+                v, pos = _zigzag(buf, pos, end)
+                pages[n, P_CRC] = v & 0xFFFFFFFF
             elif (fid == 5 or fid == 7 or fid == 8) and t == _T_STRUCT:
                 if pages[n, P_TYPE] < 0:
                     return ST_CORRUPT  # the type comes first in every writer's headers
