@@ -93,6 +93,8 @@ class BinaryFuse(StaticHashedFilter):
     fingerprint_bits: int = 0
     _dtype: Any = None
     spec_meaning = "none (fingerprint width fixed by the name)"
+    #: No number in the spec: ``filter-bench --equal-fpr`` measures the one filter per target.
+    spec_has_number = False
 
     @classmethod
     def spec_kwargs(cls, arg: str) -> dict[str, Any]:
@@ -262,6 +264,12 @@ class BinaryFuse(StaticHashedFilter):
     @classmethod
     def spec_for_bits_per_key(cls, bits_per_key: float) -> str:
         return cls.family
+
+    @classmethod
+    def num_bits_for(cls, num_keys: int) -> int:
+        """Bits of the filter built from ``num_keys`` distinct keys (no build: the layout)."""
+        seg_len, seg_count = layout_for(num_keys)
+        return (seg_count + 2) * seg_len * cls.fingerprint_bits
 
     @classmethod
     def bench_specs(cls, bits_per_key_values: list[float]) -> list[str]:
