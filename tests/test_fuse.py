@@ -228,3 +228,24 @@ def test_calc_lists_fuse_when_it_reaches_the_target(capsys):
     fit = rows["fuse16"].keys_that_fit
     assert Fuse16.num_bits_for(fit) <= 8_000_000 < Fuse16.num_bits_for(fit + 1)
     assert Fuse16.build(_int_keys(3000)).num_bits == Fuse16.num_bits_for(3000)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_join_pushes_a_fuse_filter_down(tmp_path, name):
+    """The join builds a static filter from its build keys and probes it with its own hashes:
+    answers match DuckDB's, and the filter drops most non-matching probe rows."""
+    import duckdb
+    import pyarrow as pa
+
+    from bloomdb import columnar
+    from bloomdb.join import hash_join
+
+    rng = np.random.default_rng(5)
+    probe = pa.table({"k": rng.integers(0, 200_000, 50_000), "v": rng.integers(0, 100, 50_000)})
+    build = pa.table({"k": rng.integers(0, 200_000, 2_000)})  # duplicates included
+    columnar.write(tmp_path / "p", probe)
+    ref = duckdb.sql("select count(*), sum(v) from probe join build using (k)").fetchall()[0]
+    got, st = hash_join(tmp_path / "p", build, on="k", aggregates=["count(*)", "sum(v)"], filter=name,
+                        pushdown="on", explain=True)
+    assert (got["count(*)"], got["sum(v)"]) == ref
+    assert f"filter: {name} (" in str(st) and "rejected 4" in str(st)  # ~49.5K of 50K rows rejected

@@ -40,9 +40,11 @@ from .._intrinsics import prefetch
 from ..hashing._kernels import xxh3_64_u64
 
 #: Query pipeline: keys per group, groups prefetched ahead, ring slots (a power of two > AHEAD).
-GROUP = 8
-AHEAD = 2
-SLOTS = 4
+#: 48 keys (144 cells) in flight: at 10M keys (array beyond L2) this took fuse8 from 1.8x
+#: blocked:10's query time to about 1x (AMD EPYC, loaded machine; docs/benchmarks.md).
+GROUP = 2
+AHEAD = 24
+SLOTS = 32
 
 
 @njit(cache=True, nogil=True)
