@@ -32,6 +32,7 @@ _FAMILY_MODULES = (
     "bloomdb.filters.ribbon",
     "bloomdb.filters.counting",
     "bloomdb.filters.cuckoo",
+    "bloomdb.filters.fuse",
 )
 
 _by_name: dict[str, type[Filter]] = {}

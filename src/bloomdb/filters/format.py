@@ -49,6 +49,9 @@ FAMILY_TAGS: dict[str, int] = {
     "ribbon": 7,
     "counting": 8,
     "cuckoo": 9,
+    # 10 is kept for "scalable" (issue 13, part 1)
+    "fuse8": 11,
+    "fuse16": 12,
 }
 
 

@@ -1,0 +1,249 @@
+"""Kernels of the ``fuse8`` / ``fuse16`` filters: 3-wise binary fuse filters (Graf & Lemire 2022).
+
+Per key, from its XXH3-64 hash ``h`` and the filter's 64-bit ``seed``: ``x`` = XXH3-64 of the
+8-byte integer ``h + seed`` (a bijection per seed).
+The fingerprint array (``uint8`` or ``uint16``) of ``(segment_count + 2) * segment_length`` cells
+is cut into segments of ``segment_length`` (a power of two) cells; a key's three cells lie in
+three consecutive segments::
+
+    h0 = (x * segment_count * segment_length) >> 64          (segment s, any cell)
+    h1 = (h0 + segment_length)     ^ ((x >> 18) & (segment_length - 1))   (segment s + 1)
+    h2 = (h0 + 2 * segment_length) ^ (x & (segment_length - 1))           (segment s + 2)
+
+and its fingerprint is the low 8/16 bits of ``x ^ (x >> 32)``. A key is reported present when
+``F[h0] ^ F[h1] ^ F[h2]`` equals its fingerprint: an absent key passes with probability
+``2^-bits``.
+
+Build (:func:`populate`), one attempt per seed: the keys' ``x`` are bucketed by their top bits
+(a counting sort; ``h0`` grows with ``x``, so the cells touched next are near the ones touched
+last). Each cell keeps how many keys hit it (bits 2..7 of a byte), the XOR of those keys' ``x``
+and the XOR of the *position* (0, 1, 2) each key has in it (bits 0..1). Peeling: a cell hit by
+one key names that key (the XOR is the key) and which of its positions the cell is (the XOR of
+positions), so the key is pushed on a stack and removed from its two other cells, which may
+become singletons in turn. All keys peeled: the fingerprints are assigned in reverse peeling
+order, each key's free cell set so that its three cells XOR to its fingerprint. Two copies of
+a key cancel out in a cell that holds nothing else (XOR 0, two keys, positions XOR 0): they are
+removed at once and counted as duplicates; copies that escape this check make the attempt
+fail, and the caller then deduplicates and retries. A cell hit by 64 keys or more (count
+overflow) fails the attempt too.
+
+Cost: build O(n) with ~14 bytes of temporaries per cell and 9 per key; a query reads three
+cells (pipelined: the cells of the key ``_D`` ahead are prefetched).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .._intrinsics import prefetch
+from ..hashing._kernels import xxh3_64_u64
+
+#: Ring size of the query pipeline and its lookahead (keys).
+_RING = 16
+_D = 8
+
+
+@njit(cache=True, nogil=True)
+def mix(h, seed):
+    """The per-seed hash ``x`` of a key hash: XXH3-64 of the 8 bytes of ``h + seed`` (a
+    bijection for a fixed seed; rrmxmx mixes every bit of ``h`` into every bit of ``x``)."""
+    return xxh3_64_u64(np.uint64(h) + np.uint64(seed))
+
+
+@njit(cache=True, nogil=True)
+def splitmix64(state):
+    """``(next state, output)`` of SplitMix64: the seeds tried by successive build attempts."""
+    state = state + np.uint64(0x9E3779B97F4A7C15)
+    z = state
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return state, z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True)
+def _mulhi(x, n):
+    """``(x * n) >> 64`` for ``n < 2^32`` (exact, no 128-bit type)."""
+    lo = (x & np.uint64(0xFFFFFFFF)) * n
+    return ((x >> np.uint64(32)) * n + (lo >> np.uint64(32))) >> np.uint64(32)
+
+
+@njit(cache=True, nogil=True)
+def cells(x, seg_len, seg_count_len):
+    """The three cells ``(h0, h1, h2)`` of per-seed hash ``x`` (see the module docstring)."""
+    mask = seg_len - np.uint64(1)
+    h0 = _mulhi(x, seg_count_len)
+    h1 = (h0 + seg_len) ^ ((x >> np.uint64(18)) & mask)
+    h2 = (h0 + seg_len + seg_len) ^ (x & mask)
+    return h0, h1, h2
+
+
+@njit(cache=True, nogil=True)
+def fingerprint(x, fp_mask):
+    return (x ^ (x >> np.uint64(32))) & fp_mask
+
+
+@njit(cache=True, nogil=True)
+def _by_top_bits(hashes, seed, seg_count):
+    """Every key's ``x``, bucketed by its top bits (at least ``seg_count`` buckets)."""
+    n = hashes.shape[0]
+    bits = 1
+    while (1 << bits) < seg_count:
+        bits += 1
+    shift = np.uint64(64 - bits)
+    first = np.zeros((1 << bits) + 1, np.int64)
+    for i in range(n):
+        first[np.int64(mix(hashes[i], seed) >> shift) + 1] += 1
+    for b in range(1 << bits):
+        first[b + 1] += first[b]
+    out = np.empty(n, np.uint64)
+    for i in range(n):
+        x = mix(hashes[i], seed)
+        b = np.int64(x >> shift)
+        out[first[b]] = x
+        first[b] += 1
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _enter(t2count, t2hash, h, x, pos):
+    """Add key ``x`` at position ``pos`` of cell ``h``."""
+    t2count[h] = (t2count[h] + np.uint8(4)) ^ np.uint8(pos)
+    t2hash[h] ^= x
+
+
+@njit(cache=True, nogil=True)
+def _leave(t2count, t2hash, h, x, pos):
+    """Remove key ``x`` at position ``pos`` from cell ``h``."""
+    t2count[h] = (t2count[h] - np.uint8(4)) ^ np.uint8(pos)
+    t2hash[h] ^= x
+
+
+@njit(cache=True, nogil=True)
+def populate(hashes, seed, seg_len, seg_count, fps, fp_mask):
+    """One build attempt with ``seed``: fill ``fps`` (zeroed, ``(seg_count + 2) * seg_len``
+    cells) so every key of ``hashes`` passes. Returns ``(keys stored, duplicates removed)`` on
+    success, ``(-1, duplicates seen)`` when this seed fails (``fps`` is then left as it was)."""
+    n = hashes.shape[0]
+    m = fps.shape[0]
+    sl = np.uint64(seg_len)
+    scl = np.uint64(seg_count) * sl
+    order = _by_top_bits(hashes, seed, seg_count)
+    t2count = np.zeros(m, np.uint8)
+    t2hash = np.zeros(m, np.uint64)
+    dups = 0
+    overflow = False
+    for i in range(n):
+        x = order[i]
+        h0, h1, h2 = cells(x, sl, scl)
+        _enter(t2count, t2hash, h0, x, 0)
+        _enter(t2count, t2hash, h1, x, 1)
+        _enter(t2count, t2hash, h2, x, 2)
+        if (t2hash[h0] & t2hash[h1] & t2hash[h2]) == np.uint64(0):
+            if ((t2hash[h0] == np.uint64(0) and t2count[h0] == np.uint8(8))
+                    or (t2hash[h1] == np.uint64(0) and t2count[h1] == np.uint8(8))
+                    or (t2hash[h2] == np.uint64(0) and t2count[h2] == np.uint8(8))):
+                # a second copy of a key met the first alone in a cell: drop this copy
+                dups += 1
+                _leave(t2count, t2hash, h0, x, 0)
+                _leave(t2count, t2hash, h1, x, 1)
+                _leave(t2count, t2hash, h2, x, 2)
+        if t2count[h0] < np.uint8(4) or t2count[h1] < np.uint8(4) or t2count[h2] < np.uint8(4):
+            overflow = True  # 64 keys in one cell wrapped the count
+    if overflow:
+        return -1, dups
+    # peeling: ``alone`` is a stack of cells that may hold exactly one key
+    alone = np.empty(m, np.uint32)
+    q = 0
+    for i in range(m):
+        alone[q] = i
+        if (t2count[i] >> np.uint8(2)) == np.uint8(1):
+            q += 1
+    which = np.empty(n, np.uint8)
+    stored = 0
+    while q > 0:
+        q -= 1
+        c = alone[q]
+        if (t2count[c] >> np.uint8(2)) != np.uint8(1):
+            continue
+        x = t2hash[c]
+        found = t2count[c] & np.uint8(3)
+        which[stored] = found
+        order[stored] = x  # the stack reuses the sorted keys' array (no longer needed)
+        stored += 1
+        h0, h1, h2 = cells(x, sl, scl)
+        for p in range(3):
+            if p == found:
+                continue
+            o = h0 if p == 0 else (h1 if p == 1 else h2)
+            if (t2count[o] >> np.uint8(2)) == np.uint8(2):
+                alone[q] = o
+                q += 1
+            _leave(t2count, t2hash, o, x, p)
+    if stored + dups != n:
+        return -1, dups
+    for i in range(stored - 1, -1, -1):
+        x = order[i]
+        h0, h1, h2 = cells(x, sl, scl)
+        f = fingerprint(x, fp_mask)
+        found = which[i]
+        if found == 0:
+            fps[h0] = f ^ np.uint64(fps[h1]) ^ np.uint64(fps[h2])
+        elif found == 1:
+            fps[h1] = f ^ np.uint64(fps[h0]) ^ np.uint64(fps[h2])
+        else:
+            fps[h2] = f ^ np.uint64(fps[h0]) ^ np.uint64(fps[h1])
+    return stored, dups
+
+
+@njit(cache=True, nogil=True)
+def _check(fps, x, h0, h1, h2, fp_mask):
+    return (np.uint64(fps[h0]) ^ np.uint64(fps[h1]) ^ np.uint64(fps[h2])) == fingerprint(x, fp_mask)
+
+
+@njit(cache=True, nogil=True)
+def check_hash(fps, seed, seg_len, seg_count_len, fp_mask, h):
+    """``might_contain`` for one hash (engines that probe many filters with one key call this)."""
+    if seg_count_len == np.uint64(0):
+        return False
+    x = mix(h, seed)
+    h0, h1, h2 = cells(x, seg_len, seg_count_len)
+    return _check(fps, x, h0, h1, h2, fp_mask)
+
+
+@njit(cache=True, nogil=True)
+def _query(fps, seed, seg_len, seg_count_len, fp_mask, keys, out, hashed):
+    n = keys.shape[0]
+    if seg_count_len == np.uint64(0):
+        for i in range(n):
+            out[i] = False
+        return
+    mask = _RING - 1
+    ring = np.empty(4 * _RING, np.uint64)
+    for t in range(-_D, n):
+        a = t + _D
+        if a < n:
+            h = keys[a] if hashed else xxh3_64_u64(keys[a])
+            x = mix(h, seed)
+            h0, h1, h2 = cells(x, seg_len, seg_count_len)
+            o = 4 * (a & mask)
+            ring[o] = x
+            ring[o + 1] = h0
+            ring[o + 2] = h1
+            ring[o + 3] = h2
+            prefetch(fps, h0)
+            prefetch(fps, h1)
+            prefetch(fps, h2)
+        if t >= 0:
+            o = 4 * (t & mask)
+            out[t] = _check(fps, ring[o], ring[o + 1], ring[o + 2], ring[o + 3], fp_mask)
+
+
+@njit(cache=True, nogil=True)
+def query_hashes(fps, seed, seg_len, seg_count_len, fp_mask, hashes, out):
+    _query(fps, seed, seg_len, seg_count_len, fp_mask, hashes, out, True)
+
+
+@njit(cache=True, nogil=True)
+def query_ints(fps, seed, seg_len, seg_count_len, fp_mask, ints, out):
+    _query(fps, seed, seg_len, seg_count_len, fp_mask, ints, out, False)
