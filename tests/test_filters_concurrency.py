@@ -394,9 +394,22 @@ def test_concurrent_saves_to_one_path_never_mix(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.blm"]  # no temp file left
 
 
-@pytest.mark.parametrize("name", ["standard", "blocked", "register", "sbbf"])
+def test_parallel_counting_build_matches_serial_when_counters_saturate():
+    """Private counting copies are added up saturating at 15: the same bytes as a serial build,
+    also when keys repeat so often that counters saturate."""
+    keys = np.random.default_rng(3).permutation(np.repeat(_keys(2000, 71), 20))
+    serial = _create("counting", 2000)
+    serial.add_many(keys)
+    assert serial.saturated_counters() > 0
+    par = _create("counting", 2000)
+    par.add_many(keys, threads=4)
+    assert par.to_bytes() == serial.to_bytes()
+
+
+@pytest.mark.parametrize("name", ["standard", "blocked", "register", "sbbf", "counting"])
 def test_parallel_add_many_without_private_copies_is_byte_identical(name, monkeypatch):
-    """Filters too big for per-thread copies are built by all threads in place with atomic OR."""
+    """Filters too big for per-thread copies are built by all threads in place with atomic OR
+    (counting: hashed in parallel, filled by one thread)."""
     from bloomdb.filters import parallel
 
     monkeypatch.setattr(parallel, "PRIVATE_COPY_LIMIT", 0)

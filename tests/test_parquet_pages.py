@@ -348,6 +348,7 @@ _WRITE_OPTIONS = st.fixed_dictionaries({
     "row_group_size": st.sampled_from([1, 7, 300, 10**6]),
     "write_statistics": st.booleans(),
     "byte_stream_split": st.booleans(),
+    "write_page_checksum": st.booleans(),
 })
 
 
@@ -379,3 +380,59 @@ def test_duckdb_files_of_every_codec_and_page_version(tmp_path, version):
                        (i * 0.25)::FLOAT f, i::UINTEGER u FROM range(5000) t(i))
                        TO '{p}' (FORMAT parquet, COMPRESSION {codec}, PARQUET_VERSION {version}, ROW_GROUP_SIZE 2048)""")
         _check_file(p, pq.read_table(p), declines_ok=version == "V2")  # V2: DELTA_BINARY_PACKED
+
+
+@pytest.mark.parametrize("compression,version", [("snappy", "1.0"), ("snappy", "2.0"), ("zstd", "2.0"), ("none", "1.0")])
+def test_page_checksums_are_verified(tmp_path, compression, version):
+    """Pages that carry a CRC (pyarrow's write_page_checksum=True) are checked before decoding:
+    a damaged page raises CorruptionError instead of decoding to wrong values."""
+    rng = np.random.default_rng(12)
+    n = 3000
+    t = pa.table({"a": rng.integers(0, 100, n), "b": pa.array(rng.normal(size=n), mask=rng.random(n) < 0.2),
+                  "c": rng.integers(-2**40, 2**40, n)})
+    p = tmp_path / "crc.parquet"
+    pq.write_table(t, p, write_page_checksum=True, compression=compression, data_page_version=version,
+                   data_page_size=2048)
+    _check_file(p, t)
+    raw = p.read_bytes()
+    md = pq.ParquetFile(p).metadata
+    q = tmp_path / "damaged.parquet"
+    wrong_unverified = 0
+    for at in range(4, len(raw) - 8 - md.serialized_size, 7):
+        damaged = bytearray(raw)
+        damaged[at] ^= 0x10
+        q.write_bytes(bytes(damaged))
+        for verify in (True, False):
+            with ParquetColumns(q, metadata=md, verify=verify) as pc:
+                for name in t.column_names:
+                    try:
+                        got = pc.read(0, name)
+                    except CorruptionError:
+                        continue
+                    if got is None:
+                        continue
+                    col = t[name].combine_chunks()
+                    m = col.is_valid().to_numpy(zero_copy_only=False)
+                    values, valid = got
+                    right = np.array_equal(valid if valid is not None else np.ones(n, bool), m) and \
+                        np.array_equal(values[m], col.to_numpy(zero_copy_only=False)[m])
+                    assert right or not verify, (at, name)
+                    wrong_unverified += not right
+    assert wrong_unverified > 0  # the opt-out reads damaged pages as they are
+
+
+def test_bit_packed_definition_levels_are_declined(tmp_path):
+    """A v1 page whose definition levels are BIT_PACKED (deprecated, but pyarrow reads it) is left
+    to pyarrow -- not decoded as RLE into values pyarrow does not read."""
+    t = pa.table({"x": pa.array([1, None, 3, 4, None, 6, 7, 8], pa.int64())})
+    p = tmp_path / "rle.parquet"
+    pq.write_table(t, p, data_page_version="1.0", compression="none", use_dictionary=False)
+    raw = p.read_bytes()
+    rle = b"\x15\x00\x15\x06\x15\x06"  # DataPageHeader: encoding PLAIN, definition RLE, repetition RLE
+    assert raw.count(rle) == 1
+    q = tmp_path / "bitpacked.parquet"
+    q.write_bytes(raw.replace(rle, b"\x15\x00\x15\x08\x15\x06"))  # definition levels BIT_PACKED
+    assert pq.read_table(q).num_rows == 8  # pyarrow reads it (its own way)
+    with ParquetColumns(q) as pc:
+        assert pc.read(0, "x") is None
+        assert pc.read(0, "x", np.array([0, 2])) is None

@@ -19,6 +19,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
+from ..errors import CorruptionError, InvalidArgument
 from .encoding import Chunk
 from .table import DEFAULT_CHUNK_ROWS, ColumnarTable, TableWriter, to_arrow_table
 from .types import ColumnType
@@ -46,12 +47,18 @@ def import_parquet(path_in: str | os.PathLike, path_out: str | os.PathLike, chun
     """Convert a Parquet file to a columnar table, streaming ``chunk_rows`` rows at a time."""
     import pyarrow.parquet as pq
 
-    pf = pq.ParquetFile(os.fspath(path_in))
-    cols = None if columns is None else list(columns)
-    schema = pf.schema_arrow if cols is None else pa.schema([pf.schema_arrow.field(c) for c in cols])
+    try:
+        pf = pq.ParquetFile(os.fspath(path_in), page_checksum_verification=True)
+        cols = None if columns is None else list(columns)
+        schema = pf.schema_arrow if cols is None else pa.schema([pf.schema_arrow.field(c) for c in cols])
+    except (pa.ArrowException, OSError, KeyError) as exc:
+        raise InvalidArgument(f"cannot import {os.fspath(path_in)} as Parquet: {exc}") from None
     with TableWriter(path_out, schema, chunk_rows, compression) as w:
-        for batch in pf.iter_batches(batch_size=chunk_rows, columns=cols):
-            w.write_batch(batch)
+        try:
+            for batch in pf.iter_batches(batch_size=chunk_rows, columns=cols):
+                w.write_batch(batch)
+        except (pa.ArrowException, OSError) as exc:  # pyarrow's word for damaged pages
+            raise CorruptionError(f"cannot import {os.fspath(path_in)}: {exc}", os.fspath(path_in)) from None
     return ColumnarTable(path_out)
 
 

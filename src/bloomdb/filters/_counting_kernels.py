@@ -122,12 +122,11 @@ def _remove_one(buf, base, g, k):
 
 
 @njit(cache=True, nogil=True)
-def _run(buf, num_lines, k, hashes, out, mode, lo, hi):
+def _run(buf, num_lines, k, hashes, out, mode):
     """One pass over ``hashes`` prefetching lines AHEAD keys early; mode 0 add, 1 query, 2 remove.
 
-    Mode 0 adds only the keys whose line is in ``[lo, hi)`` (a parallel build gives every thread
-    its own lines). Returns -1, or in mode 2 the index of the first key that cannot be present,
-    after undoing the removals before it (see :func:`remove_hashes`).
+    Returns -1, or in mode 2 the index of the first key that cannot be present, after undoing
+    the removals before it (see :func:`remove_hashes`).
     """
     n = hashes.shape[0]
     for i in range(min(AHEAD, n)):
@@ -139,9 +138,7 @@ def _run(buf, num_lines, k, hashes, out, mode, lo, hi):
         base = line_byte(h, num_lines)
         g = h >> np.uint64(32)
         if mode == 0:
-            line = base >> np.uint64(6)
-            if line >= lo and line < hi:
-                _add_one(buf, base, g, k)
+            _add_one(buf, base, g, k)
         elif mode == 1:
             out[i] = _check_one(buf, base, g, k)
         elif not _remove_one(buf, base, g, k):
@@ -153,10 +150,10 @@ def _run(buf, num_lines, k, hashes, out, mode, lo, hi):
 
 
 @njit(cache=True, nogil=True)
-def add_hashes(buf, num_lines, k, hashes, lo, hi):
-    """Add every hash whose line is in ``[lo, hi)``: +1 on each of its k counters (saturating at
-    15). One line per key. The caller writes alone (or owns lines ``[lo, hi)``)."""
-    _run(buf, num_lines, k, hashes, np.empty(0, np.bool_), 0, lo, hi)
+def add_hashes(buf, num_lines, k, hashes):
+    """Add every hash: +1 on each of its k counters (saturating at 15). One line per key. The
+    caller writes alone."""
+    _run(buf, num_lines, k, hashes, np.empty(0, np.bool_), 0)
 
 
 @njit(cache=True, nogil=True)
@@ -164,7 +161,7 @@ def query_hashes(buf, num_lines, k, hashes, out, seq):
     """``out[i]`` = all k counters of hash ``i`` are non-zero. Returns True when no remove ran
     meanwhile (``seq[0]`` even and unchanged); otherwise the caller re-checks the negatives."""
     s0 = fenced_load(seq, 0)
-    _run(buf, num_lines, k, hashes, out, 1, np.uint64(0), np.uint64(0))
+    _run(buf, num_lines, k, hashes, out, 1)
     return s0 == fenced_load(seq, 0) and s0 % np.uint64(2) == np.uint64(0)
 
 
@@ -186,7 +183,7 @@ def remove_batch(buf, num_lines, k, hashes):
     restores every counter exactly (a removal only touches counters in 1..14 and a re-add
     undoes it; saturated counters are untouched both ways).
     """
-    return _run(buf, num_lines, k, hashes, np.empty(0, np.bool_), 2, np.uint64(0), np.uint64(0))
+    return _run(buf, num_lines, k, hashes, np.empty(0, np.bool_), 2)
 
 
 @njit(cache=True, nogil=True)

@@ -19,12 +19,11 @@ kick chain is undone in reverse, so the table is exactly as before and the kerne
 Kernels never raise.
 
 Concurrency: writers run one at a time (the filter's write gate). While a tag is being relocated it
-is briefly in neither bucket, and a 12-bit tag is written as two bytes, so every write that moves
-or clears tags (a batch from its first kick chain on, a remove, a union's copy-in) holds the
-sequence counter ``seq`` odd until it ends;
-:func:`query_hashes` reads ``seq`` before and after and reports whether it moved, and the caller
-then re-checks the negatives with writers held off. Placing a tag in an empty slot needs no counter: the
-bytes it shares with a neighbour slot are rewritten with the neighbour's bits unchanged.
+is briefly in neither bucket, and a 12-bit tag is written as two bytes, so every write (an add
+batch, whose inserts may relocate tags; a remove; a union's copy-in) holds the sequence counter
+``seq`` odd while it runs: two atomics per batch. :func:`query_hashes` reads ``seq`` before and
+after and reports whether it moved, and the caller then re-checks the negatives with writers held
+off. (Making ``seq`` odd only from a batch's first relocation measured 9% slower inserts.)
 """
 
 from __future__ import annotations
@@ -100,13 +99,11 @@ def _prefetch_key(buf, f, nb, h):
 
 
 @njit(cache=True, nogil=True)
-def insert_tag(buf, f, nb, i1, tag, seed, path, seq):
+def insert_tag(buf, f, nb, i1, tag, seed, path):
     """Place ``tag`` in bucket ``i1`` or its alternate, relocating others if needed.
 
     ``path`` (int64, at least MAX_KICKS) records the slots of the kick chain so it can be undone.
-    Returns False, with the table exactly as before, when 500 kicks found no room. Before the
-    first relocation it makes ``seq[0]`` odd (the caller, the only writer, makes it even again
-    when its batch is done: :func:`_settle`), so a batch costs at most two atomics.
+    Returns False, with the table exactly as before, when 500 kicks found no room.
     """
     i2 = alt_of(i1, tag, nb)
     s = find_slot(buf, f, i1, np.uint64(0))
@@ -115,21 +112,6 @@ def insert_tag(buf, f, nb, i1, tag, seed, path, seq):
     if s >= 0:
         set_tag(buf, f, np.uint64(s), tag)
         return True
-    if seq[0] % np.uint64(2) == np.uint64(0):
-        atomic_add(seq, 0, np.uint64(1))
-    return _kick(buf, f, nb, i1, i2, tag, seed, path)
-
-
-@njit(cache=True, nogil=True)
-def _settle(seq):
-    """End a write: make ``seq[0]`` even again if the write made it odd."""
-    if seq[0] % np.uint64(2) == np.uint64(1):
-        atomic_add(seq, 0, np.uint64(1))
-
-
-@njit(cache=True, nogil=True)
-def _kick(buf, f, nb, i1, i2, tag, seed, path):
-    """The relocation chain of :func:`insert_tag` (both buckets are full)."""
     state = seed | np.uint64(1)
     b = i1 if (state >> np.uint64(63)) == np.uint64(0) else i2
     cur = tag
@@ -157,7 +139,7 @@ def _kick(buf, f, nb, i1, i2, tag, seed, path):
 
 
 @njit(cache=True, nogil=True)
-def _run(buf, f, nb, hashes, out, mode, seq):
+def _run(buf, f, nb, hashes, out, mode):
     """One pass over ``hashes`` prefetching both buckets AHEAD keys early.
 
     Mode 0 inserts in order and returns how many went in (stopping at the first that finds no
@@ -176,7 +158,7 @@ def _run(buf, f, nb, hashes, out, mode, seq):
         tag = tag_of(h, f)
         i1 = index_of(h, nb)
         if mode == 0:
-            if not insert_tag(buf, f, nb, i1, tag, h, path, seq):
+            if not insert_tag(buf, f, nb, i1, tag, h, path):
                 return i
             continue
         s = find_slot(buf, f, i1, tag)
@@ -196,9 +178,11 @@ def _run(buf, f, nb, hashes, out, mode, seq):
 
 @njit(cache=True, nogil=True)
 def add_hashes(buf, f, nb, hashes, seq):
-    """Insert keys in order; stop at the first one that finds no room. Returns how many went in."""
-    added = _run(buf, f, nb, hashes, np.empty(0, np.bool_), 0, seq)
-    _settle(seq)
+    """Insert keys in order; stop at the first one that finds no room. Returns how many went in.
+    ``seq[0]`` is odd while it runs (relocations move tags)."""
+    atomic_add(seq, 0, np.uint64(1))
+    added = _run(buf, f, nb, hashes, np.empty(0, np.bool_), 0)
+    atomic_add(seq, 0, np.uint64(1))
     return added
 
 
@@ -207,7 +191,7 @@ def query_hashes(buf, f, nb, hashes, out, seq):
     """``out[i]`` = the tag of hash ``i`` is in one of its two buckets. Returns True when no write
     that moves tags ran meanwhile (``seq[0]`` even and unchanged)."""
     s0 = fenced_load(seq, 0)
-    _run(buf, f, nb, hashes, out, 1, seq)
+    _run(buf, f, nb, hashes, out, 1)
     return s0 == fenced_load(seq, 0) and s0 % np.uint64(2) == np.uint64(0)
 
 
@@ -215,8 +199,8 @@ def query_hashes(buf, f, nb, hashes, out, seq):
 def remove_hashes(buf, f, nb, hashes, seq):
     """Delete one copy of each key's tag, all or nothing: -1, or the first index with no copy."""
     atomic_add(seq, 0, np.uint64(1))
-    bad = _run(buf, f, nb, hashes, np.empty(0, np.bool_), 2, seq)
-    _settle(seq)
+    bad = _run(buf, f, nb, hashes, np.empty(0, np.bool_), 2)
+    atomic_add(seq, 0, np.uint64(1))
     return bad
 
 
@@ -233,13 +217,12 @@ def merge_into(dst, src, f, nb):
     """Insert every tag of ``src`` into ``dst`` (same shape) at its bucket. Returns tags that
     found no room (0 = complete; the caller discards ``dst`` otherwise)."""
     path = np.empty(MAX_KICKS, np.int64)
-    private = np.zeros(1, np.uint64)  # dst is the caller's private copy: no reader to warn
     failed = 0
     for pos in range(np.int64(nb) * 4):
         tag = get_tag(src, f, np.uint64(pos))
         if tag != np.uint64(0):
             b = np.uint64(pos) >> np.uint64(2)
-            if not insert_tag(dst, f, nb, b, tag, tag * np.uint64(0x9E3779B97F4A7C15) + np.uint64(pos), path, private):  # noqa: E501
+            if not insert_tag(dst, f, nb, b, tag, tag * np.uint64(0x9E3779B97F4A7C15) + np.uint64(pos), path):
                 failed += 1
     return failed
 

@@ -283,13 +283,13 @@ class Filter(ABC):
             self._counted(len(b))
 
     def _add_parallel(self, batch: KeyBatch, threads: int, atomic: bool) -> None:
-        """Add ``batch`` on ``threads`` threads (the bit-setting families; others override).
+        """Add ``batch`` on ``threads`` threads (see :mod:`bloomdb.filters.parallel`).
 
         Alone (``atomic`` False) and when ``threads x size_bytes <= 64 MiB``: every thread fills a
-        private zeroed copy from its slice of the keys and the copies are OR-ed in. Otherwise every
-        thread adds its slice to the filter itself with atomic OR. OR commutes, so either way the
-        bytes equal a serial build. Cost: O(n / threads) per thread, plus O(threads x size_bytes)
-        to merge private copies.
+        private zeroed copy from its slice of the keys and the copies are merged in with
+        ``_union_into``. Otherwise every thread adds its slice to the filter itself with atomic OR
+        (bit families only; others override). Either way the bytes equal a serial build. Cost:
+        O(n / threads) per thread, plus O(threads x size_bytes) to merge private copies.
         """
         spans = parallel.spans(len(batch), threads)
         if atomic or threads * self.size_bytes > parallel.PRIVATE_COPY_LIMIT:

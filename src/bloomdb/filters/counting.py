@@ -17,9 +17,10 @@ Cost: one cache miss per key at most; batch kernels prefetch lines ahead.
 
 Concurrency: writes (add, remove, union) run one at a time (:mod:`.writers`), so a counter update
 is never lost; queries take no lock and re-check with writers held off only when a remove
-overlapped them (see :mod:`.deletable`). ``add_many(keys, threads=N)`` hashes on N threads, then
-each thread applies the adds of its own range of lines (no counter is shared, each sees its adds
-in key order), so the bytes equal a serial build. Cost: one uncontended lock round trip per call.
+overlapped them (see :mod:`.deletable`). ``add_many(keys, threads=N)`` has every thread count its
+slice of the keys into a private copy and adds the copies up, saturating at 15: a counter ends at
+min(15, its adds) either way, so the bytes equal a serial build (a filter too big for N copies is
+hashed on N threads and filled by one). Cost: one uncontended lock round trip per call.
 """
 
 from __future__ import annotations
@@ -75,16 +76,16 @@ class CountingBloom(CacheLineState, DeletableFilter):
         self._init(capacity, num_lines, k, millibits, fmt.aligned_zeros(num_lines * 64), 0)
 
     # kernels
-    def _add_lines(self, hashes: np.ndarray, lo: int, hi: int) -> None:
-        K.add_hashes(self._buf, np.uint64(self._lines), self._k, hashes, np.uint64(lo), np.uint64(hi))
-
     def _add_hashes(self, hashes: np.ndarray, atomic: bool) -> None:
-        self._add_lines(hashes, 0, self._lines)
+        K.add_hashes(self._buf, np.uint64(self._lines), self._k, hashes)
 
     def _add_parallel(self, batch, threads: int, atomic: bool) -> None:
-        """Hash on ``threads`` threads, then every thread adds the keys of its own lines."""
-        h = parallel.hash_parallel(batch, threads)
-        parallel.run(lambda span: self._add_lines(h, *span), parallel.spans(self._lines, threads), threads)
+        """Private copies merged by saturating addition (see the module docstring); a filter too
+        big for ``threads`` copies is hashed on ``threads`` threads and filled by one."""
+        if threads * self.size_bytes <= parallel.PRIVATE_COPY_LIMIT:
+            super()._add_parallel(batch, threads, False)
+        else:
+            self._add_hashes(parallel.hash_parallel(batch, threads), False)
 
     def _probe(self, hashes: np.ndarray, out: np.ndarray) -> bool:
         return bool(K.query_hashes(self._buf, np.uint64(self._lines), self._k, hashes, out, self._seq))

@@ -21,8 +21,8 @@ most 8 times (2 buckets x 4 slots); the 9th copy raises ``FilterFull``.
 Union merges fingerprints (it can raise ``FilterFull``, leaving the target unchanged).
 
 Concurrency: writes (add, remove, union) run one at a time (:mod:`.writers`); queries take no
-lock and re-check their negatives with writers held off only when a relocation chain, remove or
-union overlapped them (a sequence counter, see :mod:`.deletable`), so a reader never misses a key
+lock and re-check their negatives with writers held off only when an add (whose inserts may
+relocate tags), remove or union overlapped them (a sequence counter, see :mod:`.deletable`), so a reader never misses a key
 that is being moved. ``add_many(keys, threads=N)`` hashes the keys on N threads and inserts them
 serially in input order: insertion order decides where fingerprints land, so the bytes equal a
 serial build (only the hashing is parallel).

@@ -13,10 +13,11 @@ belong to other keys and can later cause false negatives. Only remove keys you a
 
 Concurrency (both families): every write — add, remove, union — runs alone (the filter's
 :class:`~bloomdb.filters.writers.WriteGate`, exclusive). Queries take no lock: a write that can
-hide a present key for a moment (a cuckoo relocation chain, a counting remove) keeps the sequence
-counter ``_seq`` odd while it runs, the query kernel reports whether ``_seq`` changed while it
-read, and if it did the keys it found absent are checked again with writers held off. So a query
-never misses a key whose add returned, and costs two fenced loads when no write overlaps it.
+hide a present key for a moment (a cuckoo add, which may relocate tags; a counting remove) keeps
+the sequence counter ``_seq`` odd while it runs, the query kernel reports whether ``_seq``
+changed while it read, and if it did the keys it found absent are checked again with writers held
+off. So a query never misses a key whose add returned, and costs two fenced loads when no write
+overlaps it (when one does, its negatives wait for that write to end).
 """
 
 from __future__ import annotations

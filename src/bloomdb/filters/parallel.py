@@ -3,14 +3,15 @@
 The numba kernels release the GIL, so N Python threads each running a kernel over 1/N of the
 work run on N cores. Families choose how the work is split (see ``Filter._add_parallel``):
 
-* **key slices** (standard, blocked, register, sbbf): every thread adds its slice of the keys into
-  a private copy that is OR-ed in afterwards (or, for filters too big to copy or while other
-  writers run, into the filter itself with atomic OR); OR is commutative, so the bytes equal a
-  serial build;
-* **owner ranges** (counting): the keys are hashed in parallel, then every thread applies only the
-  updates that fall in its own range of the payload (no two threads touch one counter, and each
-  counter sees its updates in key order), so again the bytes equal a serial build;
-* **hash in parallel, insert serially** (cuckoo): insertion order decides where fingerprints land.
+* **key slices into private copies** (standard, blocked, register, sbbf, counting): every thread
+  adds its slice of the keys to a private zeroed copy, and the copies are merged in with the
+  family's union (OR; saturating addition of counters). Both merges commute and a counter ends at
+  min(15, its adds) either way, so the bytes equal a serial build;
+* **key slices in place** (the bit families, when ``threads x size`` exceeds
+  :data:`PRIVATE_COPY_LIMIT` or other writers are running): every thread adds its slice to the
+  filter itself with atomic OR;
+* **hash in parallel, insert serially** (cuckoo, and counting filters too big to copy):
+  insertion order decides where fingerprints land.
 """
 
 from __future__ import annotations

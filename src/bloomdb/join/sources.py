@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .. import columnar
-from ..errors import InvalidArgument
+from ..errors import CorruptionError, InvalidArgument
 from .compare import KeyDomain
 from .keys import JoinKeys, from_arrow, from_values
 from .open_files import kept_open
@@ -174,7 +174,10 @@ class _ParquetChunk(ProbeChunk):
     def _col(self, name: str) -> pa.Array:
         a = self._cols.get(name)
         if a is None:
-            t = self.src.file().read_row_group(self.group, columns=[name], use_threads=False)
+            try:
+                t = self.src.file().read_row_group(self.group, columns=[name], use_threads=False)
+            except (pa.ArrowException, OSError) as exc:  # pyarrow's word for damaged pages
+                raise CorruptionError(f"row group {self.group}, column {name!r}: {exc}", self.src.path) from None
             col = t.column(0)
             a = self._cols[name] = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
             self._count(name, self.num_rows)
@@ -243,7 +246,7 @@ class ParquetSource(ProbeSource):
 
         f = getattr(self._local, "f", None)
         if f is None:
-            f = self._local.f = pq.ParquetFile(self.path, metadata=self.metadata)
+            f = self._local.f = pq.ParquetFile(self.path, metadata=self.metadata, page_checksum_verification=True)
         return f
 
     def chunk(self, i):

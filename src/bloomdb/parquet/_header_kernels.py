@@ -35,7 +35,9 @@ P_DEF_LEN = 7  # v2: definition_levels_byte_length (v1: -1)
 P_REP_LEN = 8  # v2: repetition_levels_byte_length (v1: -1)
 P_COMPRESSED = 9  # v2: is_compressed (v1: 1)
 P_FIRST_ROW = 10  # row index of the page's first row within the column chunk (data pages)
-P_FIELDS = 11
+P_CRC = 11  # PageHeader.crc: CRC-32 (zlib's) of the page body as stored, as uint32; -1 when absent
+P_DEF_ENC = 12  # v1: definition_level_encoding (3 RLE; 4 BIT_PACKED, deprecated); -1 absent / v2
+P_FIELDS = 13
 
 # Thrift compact types
 _T_TRUE = 1
@@ -229,6 +231,9 @@ def _sub_header(buf, pos, end, row, pages):
         elif (kind != 3 and fid == 2) or (kind == 3 and fid == 4):
             v, pos = _int_field(buf, pos, end, t)
             pages[row, P_ENCODING] = v
+        elif kind == 0 and fid == 3:
+            v, pos = _int_field(buf, pos, end, t)
+            pages[row, P_DEF_ENC] = v
         elif kind == 3 and fid == 5:
             v, pos = _int_field(buf, pos, end, t)
             pages[row, P_DEF_LEN] = v
@@ -271,6 +276,9 @@ def walk_pages(buf, start, end, pages):
                 v, pos = _int_field(buf, pos, end, t)
                 pages[n, P_TYPE if fid == 1 else (P_USIZE if fid == 2 else P_CSIZE)] = v
                 seen |= 1 << fid
+            elif fid == 4 and t == _T_I32:
+                v, pos = _zigzag(buf, pos, end)
+                pages[n, P_CRC] = v & 0xFFFFFFFF
             elif (fid == 5 or fid == 7 or fid == 8) and t == _T_STRUCT:
                 if pages[n, P_TYPE] < 0:
                     return ST_CORRUPT  # the type comes first in every writer's headers

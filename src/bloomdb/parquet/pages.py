@@ -21,7 +21,10 @@ returns None and the caller uses ``pyarrow`` -- :meth:`supports` says which in a
 The file is memory-mapped copy-on-write (nothing is ever written back), shared by all threads;
 kernels release the GIL. Damaged bytes raise :class:`~bloomdb.errors.CorruptionError` naming the
 file, never a crash: every offset and length read from the file is checked against the column
-chunk's byte range from the footer.
+chunk's byte range from the footer, and pages that carry a CRC are checked against it before they
+are decoded (pages without one can decode to wrong values if damaged). Valid files are never
+called corrupt: zero-row row groups, empty pages and empty values sections (stored with no
+compressed block at all by some writers) read as pyarrow reads them.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from __future__ import annotations
 import mmap
 import os
 import threading
+import zlib
 
 import numpy as np
 import pyarrow as pa
@@ -75,10 +79,13 @@ class ParquetColumns:
     """Random-access reader of a Parquet file's fixed-width flat columns (see the module doc).
 
     ``metadata``: a ``pyarrow`` FileMetaData of the file when the caller has it already.
+    ``verify`` (default): pages that carry a CRC are checked against it before they are decoded,
+    once per page per open file (a damaged page raises CorruptionError instead of decoding to
+    wrong values); pages without one cannot be checked.
     Thread-safe: any number of threads may call :meth:`read` at once.
     """
 
-    def __init__(self, path: str | os.PathLike, metadata=None):
+    def __init__(self, path: str | os.PathLike, metadata=None, verify: bool = True):
         import pyarrow.parquet as pq
 
         self.path = os.fspath(path)
@@ -98,6 +105,8 @@ class ParquetColumns:
         self._spare: list[tuple[np.ndarray, np.ndarray]] = []  # scratch buffers not in use
         self._arange: dict[int, np.ndarray] = {}
         self._lock = threading.Lock()
+        self.verify = verify
+        self._crc_ok: set[int] = set()  # body offsets of pages whose CRC matched
 
     def _take_work(self, ints: int, nbytes: int) -> tuple[np.ndarray, np.ndarray]:
         """A pair of scratch buffers of at least the sizes asked, from the spares (kept between
@@ -207,6 +216,8 @@ class ParquetColumns:
         where = f"row group {row_group}, column {column!r}"
         start, end = self._chunk_range(meta)
         pages, n = self._pages(start, end, where)
+        if self.verify:
+            self._check_crcs(pages, n, positions, where)
         buf = self._buf
         if codec in _ARROW_CODECS:
             got = self._decompressed(pages, n, positions, codec, where)
@@ -232,6 +243,31 @@ class ParquetColumns:
             values = values.astype(col.dtype) if values.dtype.itemsize != col.dtype.itemsize else values.view(col.dtype)
         return values, (None if valid.all() else valid)
 
+    @staticmethod
+    def _wanted(pages: np.ndarray, p: int, positions: np.ndarray) -> bool:
+        """Whether page ``p`` is read for ``positions``: a dictionary page, or a data page holding
+        one of them."""
+        kind = int(pages[p, H.P_TYPE])
+        if kind == 2:
+            return True
+        if kind not in (0, 3):
+            return False
+        first, count = int(pages[p, H.P_FIRST_ROW]), int(pages[p, H.P_NROWS])
+        lo = np.searchsorted(positions, first)
+        return lo < positions.shape[0] and positions[lo] < first + count
+
+    def _check_crcs(self, pages: np.ndarray, n: int, positions: np.ndarray, where: str) -> None:
+        """Every page to be read that carries a CRC (writers store one when asked, e.g. pyarrow's
+        ``write_page_checksum=True``) matches it, checked once per page per open file. Cost: one
+        zlib CRC-32 pass over those pages' stored bytes, the first time."""
+        for p in np.flatnonzero(pages[:n, H.P_CRC] >= 0):
+            body = int(pages[p, H.P_BODY])
+            if body in self._crc_ok or not self._wanted(pages, p, positions):
+                continue
+            if zlib.crc32(self._buf[body:body + int(pages[p, H.P_CSIZE])]) != int(pages[p, H.P_CRC]):
+                raise CorruptionError(f"{where}: page checksum mismatch", self.path)
+            self._crc_ok.add(body)
+
     def _decompressed(self, pages: np.ndarray, n: int, positions: np.ndarray, codec: str, where: str):
         """The dictionary page and the data pages holding a wanted row, decompressed by pyarrow
         into one buffer, with a page table pointing into it (other data pages left out); None
@@ -243,12 +279,7 @@ class ParquetColumns:
         src = self._buf
         for p in range(n):
             kind = int(pages[p, H.P_TYPE])
-            if kind in (0, 3):
-                first, count = int(pages[p, H.P_FIRST_ROW]), int(pages[p, H.P_NROWS])
-                lo = np.searchsorted(positions, first)
-                if lo == positions.shape[0] or positions[lo] >= first + count:
-                    continue
-            elif kind != 2:
+            if not self._wanted(pages, p, positions):
                 continue
             body, csize, usize = (int(pages[p, c]) for c in (H.P_BODY, H.P_CSIZE, H.P_USIZE))
             head = 0
