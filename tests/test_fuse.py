@@ -178,7 +178,7 @@ def test_too_few_cells_fail_cleanly():
 @pytest.mark.parametrize("bad", [
     dict(max_attempts=0), dict(max_attempts=True), dict(max_attempts=2.0),
     dict(size_factor=0.1), dict(size_factor="1.2"), dict(size_factor=float("nan")),
-    dict(bits_per_key=10),
+    dict(bits_per_key=10), dict(fpr=0.01), dict(capacity=10),
 ])
 def test_bad_parameters(bad):
     with pytest.raises(errors.InvalidArgument):

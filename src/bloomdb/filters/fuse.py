@@ -114,6 +114,10 @@ class BinaryFuse(StaticHashedFilter):
                 f"{cls.family} has no bits_per_key: its size is fixed by its "
                 f"{cls.fingerprint_bits}-bit fingerprints (~{1.125 * cls.fingerprint_bits:.1f} bits/key)"
             )
+        unknown = sorted(set(kwargs) - {"max_attempts", "size_factor"})
+        if unknown:
+            raise InvalidArgument(f"{cls.family}: unknown build option(s) {', '.join(unknown)} "
+                                  "(options: max_attempts, size_factor)")
         return super().build(keys, **kwargs)
 
     @classmethod
