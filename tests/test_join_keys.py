@@ -96,3 +96,9 @@ def test_float_min_max_order_nan_above_everything_as_duckdb():
     only_nan = hash_join(probe, pa.table({"k": [3]}), on="k", aggregates=["min(f)", "max(f)"])
     want = _duck("select min(f), max(f) from p semi join b using (k)", p=probe, b=pa.table({"k": [3]}))[0]
     assert all(x != x for x in want) and all(x != x for x in only_nan.values())
+
+
+def test_no_result_columns_is_refused_not_an_empty_table():
+    probe = pa.table({"k": [1, 2, 3]})
+    with pytest.raises(InvalidArgument, match="columns is empty"):
+        hash_join(probe, pa.table({"k": [1]}), on="k", columns=[])
