@@ -29,14 +29,14 @@ from .keys import JoinKeys, _ro, from_arrow
 DEFAULT_FILTER_BYTES = 256 * 1024
 
 
-def make_filter(spec: str, keys: JoinKeys, size_bytes: int | None = None) -> HashedFilter:
-    """A filter of ``spec`` holding every non-null key of ``keys``.
+def make_filter(spec: str, hashes: np.ndarray, size_bytes: int | None = None) -> HashedFilter:
+    """A filter of ``spec`` holding the keys whose XXH3-64 ``hashes`` are given, one per distinct key.
 
     ``register`` filters get a fixed ``size_bytes`` (256 KiB by default); other families are
     sized for the number of distinct keys. Only families fed by the XXH3-64 key hash can be pushed
-    into the scan (they are probed with the hashes the join computes anyway). Each distinct key is
-    added once: a build side with many duplicates neither over-fills a filter that counts copies
-    (cuckoo holds a key at most 8 times) nor inflates its size. Cost: one sort of the hashes.
+    into the scan (they are probed with the hashes the join computes anyway). The caller gives
+    each distinct key once: a build side with many duplicates then neither over-fills a filter that
+    counts copies (cuckoo holds a key at most 8 times) nor inflates its size.
     """
     name, arg = filters.parse_spec(spec)
     cls = filters.family(name)
@@ -47,8 +47,7 @@ def make_filter(spec: str, keys: JoinKeys, size_bytes: int | None = None) -> Has
         kwargs["size_bytes"] = DEFAULT_FILTER_BYTES if size_bytes is None else size_bytes
     elif size_bytes is not None:
         raise InvalidArgument("filter_size_bytes applies to the fixed-size 'register' family only")
-    h = keys.hashes()
-    live = _ro(np.unique(h if keys.valid is None else h[keys.valid]))
+    live = _ro(hashes)
     if cls.static:  # built once from all the hashes
         if arg is not None:
             kwargs.update(cls.spec_kwargs(arg))
@@ -105,7 +104,11 @@ class BuildSide:
         np.cumsum(counts, out=start[1:])
         self.group_start = _ro(start)
         self.non_null_rows = n
-        self.filter = make_filter(filter_spec, keys, filter_size_bytes) if filter_spec else None
+        if filter_spec:  # one hash per distinct key: the first build row of each group
+            distinct = keys.hashes()[self.group_rows[start[:-1]]] if self.groups else np.zeros(0, np.uint64)
+            self.filter = make_filter(filter_spec, np.ascontiguousarray(distinct), filter_size_bytes)
+        else:
+            self.filter = None
         self._sorted: np.ndarray | None = None
 
     # ---- probing ---------------------------------------------------------------------------

@@ -188,6 +188,10 @@ class KeyDomain:
             out = [s.encode() if isinstance(s, str) else s for s in (lo, hi)]
             return tuple(out) if all(isinstance(s, bytes) for s in out) else None
         c = _classify(t)
+        if c.cls in ("int", "uint") and isinstance(lo, int) and isinstance(hi, int):  # the common case, cheaply
+            if lo > hi or (c.cls == "uint" and lo < 0) or (self.order == "int64" and hi > _I64_MAX):
+                return None
+            return (lo, hi) if self.order in ("int64", "uint64") else None
         storage = _storage_type(t, c)
         try:
             if c.cls in ("date", "ts"):
