@@ -85,3 +85,20 @@ def test_chunk_rows_must_be_positive(rows):
     probe = pa.table({"k": [1, 2]})
     with pytest.raises(InvalidArgument, match="chunk_rows"):
         hash_join(probe, probe, on="k", chunk_rows=rows)
+
+
+def test_float_min_max_order_nan_above_everything_as_duckdb():
+    probe = pa.table({"k": [1, 1, 2, 2, 3], "f": [1.0, float("nan"), -2.0, 5.0, float("nan")]})
+    build = pa.table({"k": [1, 2, 3]})
+    for chunk_rows in (1, 2, 100):  # NaN inside a chunk, and NaN combined across chunks
+        got = hash_join(probe, build, on="k", aggregates=["min(f)", "max(f)"], chunk_rows=chunk_rows)
+        assert got["min(f)"] == -2.0 and got["max(f)"] != got["max(f)"], (chunk_rows, got)
+    only_nan = hash_join(probe, pa.table({"k": [3]}), on="k", aggregates=["min(f)", "max(f)"])
+    want = _duck("select min(f), max(f) from p semi join b using (k)", p=probe, b=pa.table({"k": [3]}))[0]
+    assert all(x != x for x in want) and all(x != x for x in only_nan.values())
+
+
+def test_no_result_columns_is_refused_not_an_empty_table():
+    probe = pa.table({"k": [1, 2, 3]})
+    with pytest.raises(InvalidArgument, match="columns is empty"):
+        hash_join(probe, pa.table({"k": [1]}), on="k", columns=[])

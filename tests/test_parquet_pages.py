@@ -419,3 +419,20 @@ def test_page_checksums_are_verified(tmp_path, compression, version):
                     assert right or not verify, (at, name)
                     wrong_unverified += not right
     assert wrong_unverified > 0  # the opt-out reads damaged pages as they are
+
+
+def test_bit_packed_definition_levels_are_declined(tmp_path):
+    """A v1 page whose definition levels are BIT_PACKED (deprecated, but pyarrow reads it) is left
+    to pyarrow -- not decoded as RLE into values pyarrow does not read."""
+    t = pa.table({"x": pa.array([1, None, 3, 4, None, 6, 7, 8], pa.int64())})
+    p = tmp_path / "rle.parquet"
+    pq.write_table(t, p, data_page_version="1.0", compression="none", use_dictionary=False)
+    raw = p.read_bytes()
+    rle = b"\x15\x00\x15\x06\x15\x06"  # DataPageHeader: encoding PLAIN, definition RLE, repetition RLE
+    assert raw.count(rle) == 1
+    q = tmp_path / "bitpacked.parquet"
+    q.write_bytes(raw.replace(rle, b"\x15\x00\x15\x08\x15\x06"))  # definition levels BIT_PACKED
+    assert pq.read_table(q).num_rows == 8  # pyarrow reads it (its own way)
+    with ParquetColumns(q) as pc:
+        assert pc.read(0, "x") is None
+        assert pc.read(0, "x", np.array([0, 2])) is None

@@ -174,12 +174,18 @@ def _partial(agg: Agg, v: np.ndarray | None, valid: np.ndarray | None, index: np
         return None
     if v.dtype == np.bool_:
         v = v.astype(np.int64)
-    if v.dtype.kind == "f":
-        v = v[~np.isnan(v)]  # NaN never wins min/max here (DuckDB orders NaN above +inf; see docs)
-        if v.size == 0:
-            return None
+    if v.dtype.kind == "f":  # as DuckDB: NaN orders above +inf (max is NaN if any; min is NaN if all)
+        nan = np.isnan(v)
+        if agg.func == "max" and nan.any() or nan.all():
+            return float("nan")
+        v = v[~nan]
         return float(v.min() if agg.func == "min" else v.max())
     return int(v.min() if agg.func == "min" else v.max())
+
+
+def _nan_last(x: Any) -> tuple[bool, Any]:
+    """Sort key ordering NaN above every number (DuckDB's order for floats)."""
+    return (x != x, 0 if x != x else x)
 
 
 def _combine(agg: Agg, a: Any, b: Any) -> Any:
@@ -189,7 +195,7 @@ def _combine(agg: Agg, a: Any, b: Any) -> Any:
         return a
     if agg.func in ("sum", "count"):
         return a + b
-    return min(a, b) if agg.func == "min" else max(a, b)
+    return min(a, b, key=_nan_last) if agg.func == "min" else max(a, b, key=_nan_last)
 
 
 # ---- the join ------------------------------------------------------------------------------

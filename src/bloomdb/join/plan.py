@@ -74,6 +74,8 @@ def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, b
         return out
     if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
         raise InvalidArgument(f"columns must be a list of column names, got {columns!r}")
+    if not columns:  # a table of no columns cannot say how many rows matched
+        raise InvalidArgument("columns is empty; name at least one column (or count with aggregates=['count(*)'])")
     out = []
     for c in columns:
         side, _, name = c.partition(".")

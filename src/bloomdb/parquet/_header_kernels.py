@@ -36,7 +36,8 @@ P_REP_LEN = 8  # v2: repetition_levels_byte_length (v1: -1)
 P_COMPRESSED = 9  # v2: is_compressed (v1: 1)
 P_FIRST_ROW = 10  # row index of the page's first row within the column chunk (data pages)
 P_CRC = 11  # PageHeader.crc: CRC-32 (zlib's) of the page body as stored, as uint32; -1 when absent
-P_FIELDS = 12
+P_DEF_ENC = 12  # v1: definition_level_encoding (3 RLE; 4 BIT_PACKED, deprecated); -1 absent / v2
+P_FIELDS = 13
 
 # Thrift compact types
 _T_TRUE = 1
@@ -230,6 +231,9 @@ def _sub_header(buf, pos, end, row, pages):
         elif (kind != 3 and fid == 2) or (kind == 3 and fid == 4):
             v, pos = _int_field(buf, pos, end, t)
             pages[row, P_ENCODING] = v
+        elif kind == 0 and fid == 3:
+            v, pos = _int_field(buf, pos, end, t)
+            pages[row, P_DEF_ENC] = v
         elif kind == 3 and fid == 5:
             v, pos = _int_field(buf, pos, end, t)
             pages[row, P_DEF_LEN] = v

@@ -11,13 +11,14 @@ import numpy as np
 from numba import njit
 
 from ._header_kernels import (
-    P_BODY, P_COMPRESSED, P_CSIZE, P_DEF_LEN, P_ENCODING, P_FIRST_ROW, P_NROWS, P_NVALUES, P_REP_LEN, P_TYPE, P_USIZE,
-    ST_CORRUPT, ST_OK, ST_UNSUPPORTED,
+    P_BODY, P_COMPRESSED, P_CSIZE, P_DEF_ENC, P_DEF_LEN, P_ENCODING, P_FIRST_ROW, P_NROWS, P_NVALUES, P_REP_LEN,
+    P_TYPE, P_USIZE, ST_CORRUPT, ST_OK, ST_UNSUPPORTED,
 )
 from ._hybrid_kernels import all_defined, defined_at, hybrid_at, unpack_hybrid
 from ._snappy_kernels import NOT_LITERALS, gather_literals, put_bytes, snappy_bytes, snappy_decompress, snappy_literals
 
 ENC_PLAIN = 0
+ENC_RLE = 3
 ENC_PLAIN_DICTIONARY = 2
 ENC_RLE_DICTIONARY = 8
 ENC_BYTE_STREAM_SPLIT = 9
@@ -221,6 +222,8 @@ def read_at(buf, pages, npages, codec, width, max_def, positions, out, valid, iw
             v0 = l0
             v1 = l1
             if max_def > 0:
+                if pages[p, P_DEF_ENC] != ENC_RLE and pages[p, P_DEF_ENC] != -1:
+                    return ST_UNSUPPORTED  # BIT_PACKED levels (deprecated): pyarrow reads them
                 if l0 + 4 > l1:
                     return ST_CORRUPT
                 dlen = np.int64(lbuf[l0]) | (np.int64(lbuf[l0 + 1]) << 8) | (np.int64(lbuf[l0 + 2]) << 16) \
