@@ -178,7 +178,7 @@ def test_parquet_inputs_damaged_pages_raise_or_read_right(tmp_path):
     footer = pq.ParquetFile(src).metadata.serialized_size
     dst = tmp_path / "d.parquet"
     seen = {"ok": 0, "corrupt": 0}
-    for at in range(4, len(raw) - 8 - footer, 3):
+    for at in range(4, len(raw) - 8 - footer, 7):
         damaged = bytearray(raw)
         damaged[at] ^= 0x04
         dst.write_bytes(bytes(damaged))

@@ -229,3 +229,59 @@ def test_fpr_and_bits_parameters_agree():
 def test_available_lists_families():
     names = [i.name for i in filters.available()]
     assert "standard" in names and "blocked" in names
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_probe_descriptor_is_the_familys_own_kernel(name):
+    """The in-kernel probe contract (bloomdb.filters.probe): a family that publishes a descriptor
+    answers through ``check_hash(*args, h)`` of the kernel module named for its (tag, version)
+    exactly as ``might_contain_hashes``; a family without one returns None."""
+    import importlib
+
+    from bloomdb.filters import format as fmt
+    from bloomdb.filters.probe import PROBE_KERNELS
+
+    f = make_filled(name, [b"k%d" % i for i in range(2000)])
+    d = f.probe_descriptor()
+    if d is None:
+        assert not type(f).has_probe_kernel
+        return
+    assert d.kind == (fmt.FAMILY_TAGS[name], type(f).family_version)
+    kernels = importlib.import_module(PROBE_KERNELS[d.kind])
+    h = np.random.default_rng(1).integers(0, 2**63, 3000, dtype=np.int64).astype(np.uint64)
+    if name != "sbbf":  # sbbf hashes the plain encoding with XXH64; the others XXH3 of the bytes
+        from bloomdb.hashing import hash_batch
+        from bloomdb.keys import to_batches
+
+        h[:2000] = hash_batch(to_batches([b"k%d" % i for i in range(2000)])[0])
+    want = f.might_contain_hashes(h)
+    got = np.array([kernels.check_hash(*d.args, x) for x in h])
+    assert np.array_equal(got, want)
+    if name != "sbbf":
+        assert want[:2000].all()
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_hash_and_key_probes_write_into_out(name):
+    f = make_filled(name, [b"a", b"b", 7])
+    keys = [b"a", b"b", 7, b"zz"]
+    out = np.ones(4, np.bool_)
+    assert f.might_contain_many(keys, out=out) is out
+    assert np.array_equal(out, f.might_contain_many(keys))
+    h = np.arange(5, dtype=np.uint64)
+    out = np.ones(5, np.bool_)
+    try:
+        want = f.might_contain_hashes(h)
+    except NotImplementedError:
+        return
+    assert f.might_contain_hashes(h, out=out) is out and np.array_equal(out, want)
+
+
+@pytest.mark.parametrize("bad", [np.zeros(3, np.bool_), np.zeros(4, np.int8), np.zeros((2, 2), np.bool_),
+                                 np.zeros(8, np.bool_)[::2], [False] * 4])
+def test_a_bad_out_array_is_refused(bad):
+    f = filters.create("blocked:10", capacity=10)
+    with pytest.raises(errors.InvalidArgument):
+        f.might_contain_hashes(np.arange(4, dtype=np.uint64), out=bad)
+    with pytest.raises(errors.InvalidArgument):
+        f.might_contain_many([1, 2, 3, 4], out=bad)

@@ -110,26 +110,49 @@ def test_tables_of_other_families_are_read_by_their_own_family_across_compaction
         _check_all(db, written)
 
 
+@pytest.mark.parametrize("partitioned", [False, True])
 @pytest.mark.parametrize("spec", SPECS)
-def test_the_probe_path_answers_like_the_family(tmp_path, spec):
+def test_the_probe_path_answers_like_the_family(tmp_path, spec, partitioned):
     """The store's answer for a table (the kernel, or Python for other families) is exactly the
-    family's own ``might_contain`` (no false negatives, no extra "not here")."""
-    with DB.open(str(tmp_path / "db"), _opts(spec, memtable_bytes=1 << 20)) as db:
+    family's own ``might_contain`` (no false negatives, no extra "not here"); a family whose
+    probe descriptor is the kind the probe kernel runs (``directory.KERNEL_FAMILY``) is answered
+    inside the kernel, by that family's own kernel, once its filter is loaded."""
+    from bloomdb.lsm.directory import KERNEL_FAMILY
+
+    opts = _opts(spec, memtable_bytes=1 << 20, partitioned_filters=partitioned)
+    with DB.open(str(tmp_path / "db"), opts) as db:
         _write(db, KEYS)
         db.flush()
         ver = db._state[2]
         (ref,) = ver.slots
         probes = KEYS + MISSING
         db.get(KEYS[5])  # the table's first lookup reads its filter
-        verdicts = []
-        for k in probes:
-            s = K.probe(ver.refresh_probe()[0], k, 0)
-            verdicts.append(s == 0 if s >= -1 else bool(ver.directory.check(-s - 2, k)))
-        f = ref.table.filter()
-        in_range = [ref.info.min_key <= k <= ref.info.max_key for k in probes]
-        want = [bool(f.might_contain(k)) and r for k, r in zip(probes, in_range)]
-        assert verdicts == want
-        assert all(verdicts[: len(KEYS)])
+        for rnd in range(2):  # the first round loads what is lazy; the second runs on loaded filters
+            verdicts, in_kernel = [], []
+            for k in probes:
+                s = K.probe(ver.refresh_probe()[0], k, 0)
+                in_kernel.append(s >= -1)
+                verdicts.append(s == 0 if s >= -1 else bool(ver.directory.check(-s - 2, k)))
+            in_range = [ref.info.min_key <= k <= ref.info.max_key for k in probes]
+            if ref.table.partitions is None:
+                f = ref.table.filter()
+                want = [bool(f.might_contain(k)) and r for k, r in zip(probes, in_range)]
+                kinds = {f.probe_descriptor() and f.probe_descriptor().kind}
+            else:
+                want, kinds = [], set()
+                for k, r in zip(probes, in_range):
+                    i = ref.table.partition_for(k)
+                    pf = None if i is None else ref.table.partition_filter(i)
+                    want.append(r and i is not None and bool(pf.might_contain(k)))
+                    if pf is not None:
+                        kinds.add(pf.probe_descriptor() and pf.probe_descriptor().kind)
+            assert verdicts == want
+            assert all(verdicts[: len(KEYS)])
+        assert kinds
+        if kinds == {KERNEL_FAMILY}:
+            assert all(in_kernel)
+        else:
+            assert not any(in_kernel[i] for i, r in enumerate(in_range) if r)
 
 
 BAD_SPECS = ["blocked:-1", "register:9", "cuckoo:10", "nosuch:10", "blocked:abc", "leveldb:10.5", "sbbf:0",

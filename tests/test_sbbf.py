@@ -266,7 +266,7 @@ def test_filter_without_bloom_filter_length(probes, tmp_path):
     """Writers before parquet-format 2.10 leave bloom_filter_length unset: the header says the size."""
     from conftest import VECTORS
 
-    from bloomdb.parquet import _read_bitset
+    from bloomdb.parquet.bloom import _read_bitset
 
     path = VECTORS / "parquet" / "arrow_sbbf.parquet"
     chunk = probes["files"][1]["columns"][0]["chunks"][0]

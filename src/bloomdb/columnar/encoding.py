@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CorruptionError, InvalidArgument
-from ..filters.format import crc32c
+from ..checksum import crc32c
 from . import _kernels as K
 from .types import ColumnType
 

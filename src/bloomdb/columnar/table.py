@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptionError, InvalidArgument
-from ..filters.format import crc32c
+from ..checksum import crc32c
 from .encoding import ENCODING_NAMES, HEADER_SIZE, Chunk, encode
 from .types import ColumnType
 

@@ -12,69 +12,14 @@ family back from its self-describing bytes.
 
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CorruptionError, InvalidArgument
+from ..errors import InvalidArgument
 from . import format as _fmt
 from .base import Filter, HashedFilter, open_path
-
-#: Modules holding the families, imported on first use of the registry.
-_FAMILY_MODULES = (
-    "bloomdb.filters.standard",
-    "bloomdb.filters.blocked",
-    "bloomdb.filters.register_bloom",
-    "bloomdb.filters.leveldb",
-    "bloomdb.filters.sbbf",
-    "bloomdb.filters.paired",
-    "bloomdb.filters.ribbon",
-    "bloomdb.filters.counting",
-    "bloomdb.filters.cuckoo",
-    "bloomdb.filters.fuse",
-)
-
-_by_name: dict[str, type[Filter]] = {}
-_by_tag: dict[int, type[Filter]] = {}
-_loaded = False
-
-
-def register(cls: type[Filter]) -> type[Filter]:
-    """Register a family class (used as a decorator by each family module)."""
-    if not cls.family or cls.family not in _fmt.FAMILY_TAGS:
-        raise InvalidArgument(f"family {cls.family!r} has no tag in bloomdb.filters.format.FAMILY_TAGS")
-    _by_name[cls.family] = cls
-    _by_tag[_fmt.FAMILY_TAGS[cls.family]] = cls
-    return cls
-
-
-def _load() -> None:
-    global _loaded
-    if not _loaded:
-        for mod in _FAMILY_MODULES:
-            importlib.import_module(mod)
-        _loaded = True
-
-
-def family(name: str) -> type[Filter]:
-    """The class of a family by registry name (``"blocked"``)."""
-    _load()
-    try:
-        return _by_name[name]
-    except KeyError:
-        raise InvalidArgument(
-            f"unknown filter family {name!r}; available: {', '.join(sorted(_by_name))}"
-        ) from None
-
-
-def family_by_tag(tag: int, source: str | None = None) -> type[Filter]:
-    _load()
-    try:
-        return _by_tag[tag]
-    except KeyError:
-        raise CorruptionError(f"unknown filter family tag {tag}", source) from None
-
+from .registry import _by_name, _load, family, family_by_tag, from_bytes, register
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
     """Split ``"family:N"`` into ``("family", "N")`` (``"family"`` alone gives ``None``)."""
@@ -102,17 +47,6 @@ def build(spec: str, keys: Any, **kwargs: Any) -> Filter:
     if arg is not None:
         kwargs.update(cls.spec_kwargs(arg))
     return cls.build(keys, **kwargs)
-
-
-def from_bytes(data: bytes | bytearray | memoryview) -> Filter:
-    """Any family back from :meth:`Filter.to_bytes`. Damage raises :class:`CorruptionError`."""
-    import numpy as np
-
-    env = _fmt.decode(data)
-    cls = family_by_tag(env.family_tag)
-    payload = _fmt.aligned_empty(env.payload_length)
-    payload[:] = np.frombuffer(data, dtype=np.uint8, count=env.payload_length, offset=env.payload_offset)
-    return cls._from_envelope(env, payload, None)
 
 
 def open(path: str | os.PathLike, mmap: bool = True, verify: bool = True) -> Filter:  # noqa: A001

@@ -43,8 +43,9 @@ from ..errors import (
 )
 from ..keys import KeyBatch
 from . import format as fmt
-from . import parallel
+from . import parallel, registry
 from ._common_kernels import popcount_bytes, or_into
+from .probe import ProbeDescriptor
 from .mapped import MappedFile
 from .writers import WriteGate
 
@@ -319,11 +320,13 @@ class Filter(ABC):
         self._check_source()
         return bool(out[0])
 
-    def might_contain_many(self, keys: Any) -> np.ndarray:
-        """``might_contain`` of each key, as a numpy bool array in input order."""
+    def might_contain_many(self, keys: Any, out: np.ndarray | None = None) -> np.ndarray:
+        """``might_contain`` of each key, as a numpy bool array in input order (written into
+        ``out``, a writable C-contiguous bool array of one entry per key, when given; it is
+        returned). Raises InvalidArgument for a bad ``out`` before probing."""
         batches = _keys.to_batches(keys)
         n = sum(len(b) for b in batches)
-        out = np.zeros(n, dtype=np.bool_)
+        out = _out_array(out, n)
         pos = 0
         self._check_source()
         for b in batches:
@@ -338,17 +341,36 @@ class Filter(ABC):
         """``might_contain`` of keys given as the family's hashes (families with a hash-level entry point)."""
         raise NotImplementedError(f"{self.family} filters have no hash-level entry point")
 
-    def might_contain_hashes(self, hashes: np.ndarray) -> np.ndarray:
+    def might_contain_hashes(self, hashes: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """``might_contain`` for keys given as the family's own hashes (``uint64`` array): XXH3-64
         for most families, XXH64 (seed 0) of the plain encoding for ``sbbf``, LevelDB's BloomHash
-        for ``leveldb``. Engines hash a key once and probe many filters with it."""
+        for ``leveldb``. Engines hash a key once and probe many filters with it.
+
+        The public hash-level probe contract (engines never call a family's private methods):
+        answers go into ``out`` (a writable C-contiguous bool array of ``len(hashes)``) when
+        given, else into a new array; the array is returned. Raises InvalidArgument for a bad
+        ``out`` before probing. Cost: one kernel pass, no copy of contiguous ``uint64`` input."""
         h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
-        out = np.zeros(h.shape[0], dtype=np.bool_)
+        out = _out_array(out, h.shape[0])
         if h.shape[0]:
             self._check_source()
             self._query_hashes(h, out)
             self._check_source()
         return out
+
+    #: True when ``kernel_args`` are the leading arguments of the family kernel module's
+    #: ``check_hash(*args, h)`` (see :mod:`bloomdb.filters.probe`).
+    has_probe_kernel: ClassVar[bool] = False
+
+    def probe_descriptor(self) -> ProbeDescriptor | None:
+        """How an engine's kernel probes this filter by one hash: family tag, format version and
+        the arguments of the family's own ``check_hash`` (:mod:`bloomdb.filters.probe`), or
+        ``None`` when the family has no single-hash kernel (ask :meth:`might_contain_hashes`)."""
+        if not self.has_probe_kernel:
+            return None
+        args = self.kernel_args
+        return ProbeDescriptor(fmt.FAMILY_TAGS[self.family], self.family_version,
+                               args if isinstance(args, tuple) else (args,))
 
     def stats(self) -> dict[str, Any]:
         """A summary: family, count, capacity, bits, bytes, k, fill ratio, estimated FP rate."""
@@ -513,10 +535,19 @@ def _fsync_dir(folder: str) -> None:
         os.close(fd)
 
 
-def _unpickle(data: bytes) -> Filter:
-    from . import from_bytes
+def _out_array(out: np.ndarray | None, n: int) -> np.ndarray:
+    """``out`` checked as the answer array for ``n`` keys (zeroed), or a new one."""
+    if out is None:
+        return np.zeros(n, dtype=np.bool_)
+    if (not isinstance(out, np.ndarray) or out.dtype != np.bool_ or out.ndim != 1 or out.shape[0] != n
+            or not out.flags.c_contiguous or not out.flags.writeable):
+        raise InvalidArgument(f"out must be a writable contiguous bool array of {n} entries")
+    out[:] = False
+    return out
 
-    return from_bytes(data)
+
+def _unpickle(data: bytes) -> Filter:
+    return registry.from_bytes(data)
 
 
 class HashedFilter(Filter):
@@ -573,8 +604,6 @@ class HashedFilter(Filter):
 
 def open_path(path: str | os.PathLike, use_mmap: bool = True, verify: bool = True) -> Filter:
     """Open a filter saved with :meth:`Filter.save`; see :func:`bloomdb.filters.open`."""
-    from . import family_by_tag
-
     path = os.fspath(path)
     mapped = None
     if use_mmap:
@@ -584,7 +613,7 @@ def open_path(path: str | os.PathLike, use_mmap: bool = True, verify: bool = Tru
         with open(path, "rb") as fh:
             buf = fh.read()
     env = fmt.decode(buf, verify_payload=verify, source=path)
-    cls = family_by_tag(env.family_tag, source=path)
+    cls = registry.family_by_tag(env.family_tag, source=path)
     if mapped is not None:
         mapped.check()  # the checksum above read the file as it was at open
         payload = np.frombuffer(buf, dtype=np.uint8, count=env.payload_length, offset=env.payload_offset)

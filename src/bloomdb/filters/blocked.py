@@ -45,6 +45,7 @@ class BlockedBloom(CacheLineState, HashedFilter):
     family = "blocked"
     family_version = 1
     example_spec = "blocked:10"
+    has_probe_kernel = True
 
     def __init__(self, capacity: int, bits_per_key: float | None = None, fpr: float | None = None):
         capacity = check_capacity(capacity)

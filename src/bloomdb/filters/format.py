@@ -27,9 +27,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-import crc32c as _crc32c
 import numpy as np
 
+from ..checksum import crc32c
 from ..errors import CorruptionError
 
 MAGIC = b"BLMF"
@@ -53,11 +53,6 @@ FAMILY_TAGS: dict[str, int] = {
     "fuse8": 11,
     "fuse16": 12,
 }
-
-
-def crc32c(data) -> int:
-    """CRC32C (Castagnoli) of any bytes-like object (no copy), hardware accelerated where available."""
-    return _crc32c.crc32c(data)
 
 
 def aligned_empty(nbytes: int, align: int = ALIGN) -> np.ndarray:

@@ -75,6 +75,7 @@ class SplitBlockBloom(Filter):
 
     family = "sbbf"
     family_version = 1
+    has_probe_kernel = True
     example_spec = "sbbf:10"
 
     def __init__(

@@ -38,6 +38,8 @@ class StaticHashedFilter(HashedFilter):
     """A :class:`HashedFilter` that is built once from all keys and is read-only afterwards."""
 
     static = True
+    #: ``_kernels.check_hash(*kernel_args, h)`` probes one hash (see :mod:`bloomdb.filters.probe`).
+    has_probe_kernel = True
     #: The family's kernel module: ``query_hashes(*kernel_args, hashes, out)`` and
     #: ``query_ints(*kernel_args, ints, out)`` (integer keys hashed inside, fused).
     _kernels: Any = None

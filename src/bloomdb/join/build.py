@@ -133,9 +133,9 @@ class BuildSide:
         out = np.empty(keys.n, np.bool_)
         if keys.n:
             if keys.ints is not None:
-                self.filter._query_batch(keys.batch, out)
+                self.filter.might_contain_many(keys.batch, out=out)
             else:
-                self.filter._query_hashes(keys.hashes(), out)
+                self.filter.might_contain_hashes(keys.hashes(), out=out)
         return out
 
     def expand(self, pos: np.ndarray, grp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

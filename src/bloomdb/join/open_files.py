@@ -17,7 +17,7 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable
 
-from crc32c import crc32c
+from ..checksum import crc32c
 
 KEEP_OPEN = 8
 

@@ -40,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..filters._blocked_kernels import check_bits, line_word
 from ..hashing._kernels import xxh3_64_bytes
 
 SLOTS = 24
@@ -131,9 +132,10 @@ def _first_not_below(meta, u64, bounds, key, kstart, klen, k0, k1, first, stride
 
 @njit(cache=True, nogil=True)
 def _probe(meta, u64, words, bounds, h, key, kstart, klen, start):
-    """The probe loop. The filter check is written inline (an earlier version with helper
-    calls taking arrays was 5x slower than the work it does); the bound searches share
-    :func:`_first_not_below` (measured: no slower than inline at 1M keys).
+    """The probe loop. A ``blocked`` v1 filter is checked by that family's own kernel
+    (:func:`bloomdb.filters._blocked_kernels.check_bits` on its words inside this array, numba
+    inlines it); the bound searches share :func:`_first_not_below` (measured: no slower than
+    inline at 1M keys).
 
     Key comparisons go by the two big-endian prefix words first (``k0``, ``k1`` of the key
     against the words stored per bound): one or two integer compares instead of a byte loop."""
@@ -203,35 +205,8 @@ def _probe(meta, u64, words, bounds, h, key, kstart, klen, start):
             nlines = meta[base + 2]
             k = meta[base + 3]
         meta[C_CHECKS] += 1
-        lines = np.uint64(nlines)
-        w = (((h & np.uint64(0xFFFFFFFF)) * lines) >> np.uint64(32)) * np.uint64(16) + np.uint64(woff)
-        g = g0
-        ok = True
-        done = 0
-        while done < k and ok:
-            for p in range(8):
-                if done + p < k:
-                    m = np.uint64(1)
-                    if p == 1:
-                        m = np.uint64(0x9E3779B9)
-                    elif p == 2:
-                        m = np.uint64(0xE35E67B1)
-                    elif p == 3:
-                        m = np.uint64(0x734297E9)
-                    elif p == 4:
-                        m = np.uint64(0x35FBE861)
-                    elif p == 5:
-                        m = np.uint64(0xDEB7C719)
-                    elif p == 6:
-                        m = np.uint64(0x0448B211)
-                    elif p == 7:
-                        m = np.uint64(0x3459B749)
-                    x = (g * m) & np.uint64(0xFFFFFFFF)
-                    bit = (words[w + (x >> np.uint64(28))] >> np.uint32((x >> np.uint64(23)) & np.uint64(31))) & np.uint32(1)
-                    ok &= bit != 0
-            g = (g * np.uint64(0xAB25F4C1)) & np.uint64(0xFFFFFFFF)
-            done += 8
-        if ok:
+        # the blocked family's own kernel, on its words at 32-bit index woff of this array
+        if check_bits(words, line_word(h, np.uint64(nlines)) + np.uint64(woff), g0, k):
             meta[C_POSITIVE] += 1
             return cand
         meta[C_USEFUL] += 1

@@ -23,6 +23,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ..checksum import crc32c
 from ..errors import BloomDBError, CorruptionError, InvalidArgument, KeyTypeError
 from . import _lsm_kernels as K
 from . import identity, scan, wal
@@ -41,7 +42,6 @@ MAX_SEQ = (1 << 56) - 1
 _RESERVE = 64  # file numbers reserved per manifest write (see DB._new_file_number)
 _PUT_HEAD = wal.PUT_HEAD
 _U32 = wal._U32
-_crc = wal._crc.crc32c
 _OWN_RE = re.compile(r"^(\d{6,})(\.sst|\.sst\.tmp|\.log)$")  # the names of tables and logs
 
 
@@ -377,9 +377,9 @@ class DB:
                              _U32.pack(len(value)), value))
             try:
                 if sync:
-                    self._log.add(_U32.pack(_crc(body)) + body, True)
+                    self._log.add(_U32.pack(crc32c(body)) + body, True)
                 else:
-                    self._log.append(_U32.pack(_crc(body)) + body)
+                    self._log.append(_U32.pack(crc32c(body)) + body)
             except BaseException as e:
                 self._bg_error = e  # the log's tail is unknown now: nothing may be appended after it
                 raise

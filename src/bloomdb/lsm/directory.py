@@ -30,21 +30,26 @@ import threading
 
 import numpy as np
 
+from ..filters.probe import BLOCKED_V1
 from . import _lsm_kernels as K
 
-#: The filter family and format version whose bit layout the probe kernel checks inline
-#: (:func:`_lsm_kernels._probe`): RocksDB's FastLocalBloom as ``blocked`` v1 stores it, keyed by the
-#: store's batch hash (XXH3-64 of the key bytes, computed once per key by the kernel). Every other
-#: (family, version) is asked in Python through its own contract.
-KERNEL_FAMILY = ("blocked", 1)
+#: The (family tag, format version) whose own probe kernel (``_blocked_kernels.check_bits``) the
+#: probe kernel calls (:func:`_lsm_kernels._probe`), keyed by the store's batch hash (XXH3-64 of
+#: the key bytes, computed once per key by the kernel). Every other pair is asked in Python
+#: through its public contract.
+KERNEL_FAMILY = BLOCKED_V1
 
 
 def kernel_words(f):
-    """``(words32, num_lines, k)`` when the probe kernel can check filter ``f`` itself (its family
-    tag and version are :data:`KERNEL_FAMILY`), else ``None``: Python asks ``f``."""
-    if f is None or f is False or (getattr(f, "family", None), getattr(f, "family_version", None)) != KERNEL_FAMILY:
+    """``(words32, num_lines, k)`` when the probe kernel can check filter ``f`` itself (its
+    :meth:`~bloomdb.filters.base.Filter.probe_descriptor` is of :data:`KERNEL_FAMILY`), else
+    ``None``: Python asks ``f``."""
+    if f is None or f is False:
         return None
-    return f.kernel_args
+    d = f.probe_descriptor()
+    if d is None or d.kind != KERNEL_FAMILY:
+        return None
+    return d.args
 
 
 def prefix_words(key: bytes) -> tuple[int, int]:

@@ -20,8 +20,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-import crc32c as _crc
 
+from ..checksum import crc32c
 from ..errors import CorruptionError
 from .sstable.builder import TableInfo
 
@@ -49,7 +49,7 @@ def encode(s: ManifestState) -> bytes:
         parts.append(struct.pack("<I", len(t.max_key)))
         parts.append(t.max_key)
     body = b"".join(parts)
-    return _HEAD.pack(MAGIC, VERSION, _crc.crc32c(body), len(body)) + body
+    return _HEAD.pack(MAGIC, VERSION, crc32c(body), len(body)) + body
 
 
 def decode(data: bytes, path: str) -> ManifestState:
@@ -62,7 +62,7 @@ def decode(data: bytes, path: str) -> ManifestState:
     if ver != VERSION:
         raise CorruptionError(f"unsupported manifest version {ver}", path)
     body = data[_HEAD.size :]
-    if len(body) != n or _crc.crc32c(body) != crc:
+    if len(body) != n or crc32c(body) != crc:
         raise CorruptionError("manifest fails its CRC32C (or has the wrong length)", path)
     try:
         nf, ls, ln, count = _STATE.unpack_from(body, 0)

@@ -20,8 +20,8 @@ from __future__ import annotations
 import struct
 from typing import Iterator
 
-import crc32c as _crc
 
+from ..checksum import crc32c
 from ..errors import CorruptionError
 
 _HDR = struct.Struct("<II")
@@ -41,7 +41,7 @@ def encode_put(seq: int, key: bytes, value: bytes | None) -> bytes:
     # the frame built in one pass: L and the payload head packed together (DB.put inlines this)
     body = b"".join((PUT_HEAD.pack(21 + len(key) + len(value), seq, 1, TYPE_VALUE, len(key)), key,
                      _U32.pack(len(value)), value))
-    return _U32.pack(_crc.crc32c(body)) + body
+    return _U32.pack(crc32c(body)) + body
 
 
 def encode_batch(seq: int, ops: list[tuple[bytes, bytes | None]]) -> bytes:
@@ -61,7 +61,7 @@ def encode_batch(seq: int, ops: list[tuple[bytes, bytes | None]]) -> bytes:
 
 def _frame(payload: bytes) -> bytes:
     n = _U32.pack(len(payload))
-    return b"".join((_U32.pack(_crc.crc32c(payload, _crc.crc32c(n))), n, payload))
+    return b"".join((_U32.pack(crc32c(payload, crc32c(n))), n, payload))
 
 
 def _decode_payload(p: bytes, path: str) -> tuple[int, list[tuple[bytes, bytes | None]]]:
@@ -131,7 +131,7 @@ def _intact(data: bytes, pos: int) -> bool:
         return False
     crc, n = _HDR.unpack_from(data, pos)
     body_end = pos + _HDR.size + n
-    return n >= _BATCH.size and body_end <= len(data) and _crc.crc32c(data[pos + 4 : body_end]) == crc
+    return n >= _BATCH.size and body_end <= len(data) and crc32c(data[pos + 4 : body_end]) == crc
 
 
 def _intact_after(data: bytes, start: int) -> bool:

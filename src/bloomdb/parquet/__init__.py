@@ -8,7 +8,6 @@
 
 from .bloom import (
     UnsupportedBloomFilter,
-    _read_bitset,
     hash_values,
     parse_bloom_filter_header,
     read_filters,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import struct
 
-import crc32c as _crc
 
+from ...checksum import crc32c
 from ...errors import CorruptionError, InvalidArgument
 
 TRAILER = 5
@@ -41,7 +41,7 @@ def frame(block: bytes, code: int) -> bytes:
         if len(c) < len(block) - len(block) // 8:
             block, typ = c, LZ4
     t = bytes((typ,))
-    return b"".join((block, t, _U32.pack(_crc.crc32c(t, _crc.crc32c(block)))))
+    return b"".join((block, t, _U32.pack(crc32c(t, crc32c(block)))))
 
 
 def unframe(buf, off: int, size: int, path: str, what: str) -> tuple[int, bytes | None]:
@@ -54,7 +54,7 @@ def unframe(buf, off: int, size: int, path: str, what: str) -> tuple[int, bytes 
         raise CorruptionError(f"{what} block at {off} (+{size}) lies outside the file", path)
     stored = buf[off : off + size + 1]
     (crc,) = _U32.unpack_from(buf, off + size + 1)
-    if _crc.crc32c(stored) != crc:
+    if crc32c(stored) != crc:
         raise CorruptionError(f"{what} block at offset {off} fails its CRC32C", path)
     typ = stored[-1]
     if typ == RAW:

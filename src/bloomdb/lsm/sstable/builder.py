@@ -11,10 +11,10 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-import crc32c
 import numpy as np
 
 from ... import filters
+from ...checksum import crc32c
 from ...errors import FilterBuildError, FilterFull
 from .. import _lsm_kernels as K
 from . import _table_kernels as TK
@@ -62,7 +62,6 @@ PARTITION_MAGIC = b"BDBP"
 #: always ends in the table footer, and a crash mid-build leaves a ``.tmp`` that recovery knows
 #: is the store's own (the store's garbage collection never guesses from a name alone).
 TMP_SUFFIX = ".tmp"
-_crc32c = crc32c.crc32c
 
 
 def _filter_bytes(spec: str, kdata, koff, first, a: int, b: int) -> bytes:
@@ -151,7 +150,7 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
         framed, offs = TK.frame_raw(out, ends)
         sizes = np.diff(ends, prepend=0)
         mv = memoryview(framed)
-        crcs = [_crc32c(mv[o : o + z + 1]) for o, z in zip(offs.tolist(), sizes.tolist())]
+        crcs = [crc32c(mv[o : o + z + 1]) for o, z in zip(offs.tolist(), sizes.tolist())]
         TK.put_u32(framed, offs + sizes + 1, np.array(crcs, np.int64))
         parts.append(framed)
         pos = framed.shape[0]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-import crc32c as _crc
+from ...checksum import crc32c
 
 from ...errors import CorruptionError
 
@@ -36,7 +36,7 @@ class Handles:
 def encode_footer(h: Handles) -> bytes:
     body = struct.pack("<QQQQQQI", h.filter_off, h.filter_size, h.meta_off, h.meta_size,
                        h.index_off, h.index_size, FORMAT_VERSION)
-    return body + struct.pack("<IQ", _crc.crc32c(body), MAGIC)
+    return body + struct.pack("<IQ", crc32c(body), MAGIC)
 
 
 def decode_footer(buf, path: str) -> Handles:
@@ -46,7 +46,7 @@ def decode_footer(buf, path: str) -> Handles:
     fo, fs, mo, ms, io, isz, ver, crc, magic = FOOTER.unpack_from(buf, n - FOOTER_SIZE)
     if magic != MAGIC:
         raise CorruptionError("bad table magic (not a bloomdb table, or truncated)", path)
-    if _crc.crc32c(buf[n - FOOTER_SIZE : n - 12]) != crc:
+    if crc32c(buf[n - FOOTER_SIZE : n - 12]) != crc:
         raise CorruptionError("table footer fails its CRC32C", path)
     if ver != FORMAT_VERSION:
         raise CorruptionError(f"unsupported table format version {ver}", path)

@@ -14,10 +14,10 @@ import struct
 import threading
 from bisect import bisect_left
 
-import crc32c
 import numpy as np
 
 from ... import filters
+from ...checksum import crc32c
 from ...errors import CorruptionError
 from .. import _lsm_kernels as K
 from . import _table_kernels as TK
@@ -27,7 +27,6 @@ from .footer import decode_footer, decode_meta
 
 MISSING = object()  #: the table holds no version of the key visible at the snapshot
 DELETED = object()  #: the visible version is a deletion
-_crc32c = crc32c.crc32c
 
 
 
@@ -234,7 +233,7 @@ class Table:
         stored = TK.get_u32(self._arr, ends + 1)
         mv = memoryview(self._buf)
         try:
-            crcs = [_crc32c(mv[o:e]) for o, e in zip(offs.tolist(), (ends + 1).tolist())]
+            crcs = [crc32c(mv[o:e]) for o, e in zip(offs.tolist(), (ends + 1).tolist())]
         finally:
             mv.release()
         bad = np.flatnonzero(np.array(crcs, np.int64) != stored)

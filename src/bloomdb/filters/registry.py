@@ -1,0 +1,82 @@
+"""The registry of filter families: by name and by envelope tag, and :func:`from_bytes`.
+
+Family modules register themselves (``@register``) and are imported on first use of the registry.
+This module imports no family and not :mod:`bloomdb.filters.base` (which reads filters back
+through :func:`family_by_tag`), so the package's own ``__init__`` is never imported from below.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from ..errors import CorruptionError, InvalidArgument
+from . import format as _fmt
+
+if TYPE_CHECKING:
+    from .base import Filter
+
+#: Modules holding the families, imported on first use of the registry.
+_FAMILY_MODULES = (
+    "bloomdb.filters.standard",
+    "bloomdb.filters.blocked",
+    "bloomdb.filters.register_bloom",
+    "bloomdb.filters.leveldb",
+    "bloomdb.filters.sbbf",
+    "bloomdb.filters.paired",
+    "bloomdb.filters.ribbon",
+    "bloomdb.filters.counting",
+    "bloomdb.filters.cuckoo",
+    "bloomdb.filters.fuse",
+)
+
+_by_name: dict[str, type[Filter]] = {}
+_by_tag: dict[int, type[Filter]] = {}
+_loaded = False
+
+
+def register(cls: type[Filter]) -> type[Filter]:
+    """Register a family class (used as a decorator by each family module)."""
+    if not cls.family or cls.family not in _fmt.FAMILY_TAGS:
+        raise InvalidArgument(f"family {cls.family!r} has no tag in bloomdb.filters.format.FAMILY_TAGS")
+    _by_name[cls.family] = cls
+    _by_tag[_fmt.FAMILY_TAGS[cls.family]] = cls
+    return cls
+
+
+def _load() -> None:
+    global _loaded
+    if not _loaded:
+        for mod in _FAMILY_MODULES:
+            importlib.import_module(mod)
+        _loaded = True
+
+
+def family(name: str) -> type[Filter]:
+    """The class of a family by registry name (``"blocked"``)."""
+    _load()
+    try:
+        return _by_name[name]
+    except KeyError:
+        raise InvalidArgument(
+            f"unknown filter family {name!r}; available: {', '.join(sorted(_by_name))}"
+        ) from None
+
+
+def family_by_tag(tag: int, source: str | None = None) -> type[Filter]:
+    _load()
+    try:
+        return _by_tag[tag]
+    except KeyError:
+        raise CorruptionError(f"unknown filter family tag {tag}", source) from None
+
+
+def from_bytes(data: bytes | bytearray | memoryview) -> Filter:
+    """Any family back from :meth:`Filter.to_bytes`. Damage raises :class:`CorruptionError`."""
+    import numpy as np
+
+    env = _fmt.decode(data)
+    cls = family_by_tag(env.family_tag)
+    payload = _fmt.aligned_empty(env.payload_length)
+    payload[:] = np.frombuffer(data, dtype=np.uint8, count=env.payload_length, offset=env.payload_offset)
+    return cls._from_envelope(env, payload, None)
