@@ -140,6 +140,17 @@ def impls(key_type):
     return out
 
 
+def measure(impl, keys, absent, n, fpr, repeats):
+    """``(build s, present-query s, absent-query s, measured FPR, bytes)`` of one implementation
+    (best of ``repeats``, after a warm-up build); a false negative is an AssertionError."""
+    impl.build(keys[:1000], 1000, fpr)  # warm-up (JIT, imports)
+    t_add, f = best(lambda: impl.build(keys, n, fpr), repeats)
+    t_q, present = best(lambda: impl.query(f, keys), repeats)
+    assert present.all(), f"{impl.name}: false negative"
+    t_a, hits = best(lambda: impl.query(f, absent), repeats)
+    return t_add, t_q, t_a, float(hits.mean()), impl.nbytes(f)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--keys", default="1000000,10000000")
@@ -153,13 +164,9 @@ def main() -> int:
             keys = make_keys(n, key_type)
             absent = make_keys(n, key_type, offset=1 << 40)
             for impl in impls(key_type):
-                impl.build(keys[:1000], 1000, args.fpr)  # warm-up (JIT, imports)
-                t_add, f = best(lambda: impl.build(keys, n, args.fpr), args.repeats)
-                t_q, present = best(lambda: impl.query(f, keys), args.repeats)
-                assert present.all(), f"{impl.name}: false negative"
-                t_a, hits = best(lambda: impl.query(f, absent), args.repeats)
+                t_add, t_q, t_a, fpr, nbytes = measure(impl, keys, absent, n, args.fpr, args.repeats)
                 print(f"{n:>9} {key_type:<4} {impl.name:<42} {t_add / n * 1e9:>8.1f} {t_q / n * 1e9:>8.1f} "
-                      f"{t_a / n * 1e9:>8.1f} {100 * hits.mean():>7.3f} {impl.nbytes(f) / n:>6.2f}")
+                      f"{t_a / n * 1e9:>8.1f} {100 * fpr:>7.3f} {nbytes / n:>6.2f}")
             sys.stdout.flush()
     return 0
 

@@ -178,7 +178,7 @@ def test_too_few_cells_fail_cleanly():
 @pytest.mark.parametrize("bad", [
     dict(max_attempts=0), dict(max_attempts=True), dict(max_attempts=2.0),
     dict(size_factor=0.1), dict(size_factor="1.2"), dict(size_factor=float("nan")),
-    dict(bits_per_key=10),
+    dict(bits_per_key=10), dict(fpr=0.01), dict(capacity=10),
 ])
 def test_bad_parameters(bad):
     with pytest.raises(errors.InvalidArgument):
@@ -201,3 +201,51 @@ def test_specs():
     info = {i.name: i for i in filters.available()}
     assert info["fuse8"].static and info["fuse16"].static
     assert fuse.DEFAULT_MAX_ATTEMPTS == 100
+
+
+def test_equal_fpr_measures_fixed_rate_families_once():
+    from bloomdb.bench import equal_fpr as ef
+
+    points = ef.equal_fpr(["blocked", "fuse8", "fuse16"], [1e-2, 1e-3], n=20_000, absent=400_000, steps=4)
+    by = {(p.family, p.target_fpr): p for p in points}
+    assert by["fuse8", 1e-2].reached and by["fuse8", 1e-2].spec == "fuse8"
+    assert by["fuse8", 1e-2].saving > 0 and 9.0 < by["fuse8", 1e-2].bits_per_key < 10.5
+    assert not by["fuse8", 1e-3].reached and by["fuse8", 1e-3].fpr > 1e-3
+    assert by["fuse16", 1e-3].reached and by["fuse16", 1e-3].over_bound == pytest.approx(
+        by["fuse16", 1e-3].bits_per_key / np.log2(1e3))
+    text = ef.format_table(points)
+    assert "x bound" in text and "fixed above the target" in text
+
+
+def test_calc_lists_fuse_when_it_reaches_the_target(capsys):
+    from bloomdb.bench.calc import calculate
+
+    rows = {r.family: r for r in calculate(1_000_000, 0.01)}
+    assert rows["fuse8"].bits == Fuse8.num_bits_for(1_000_000) and rows["fuse8"].bits_per_key <= 9.1
+    assert rows["fuse16"].expected_fpr == 2.0**-16 and rows["fuse16"].keys_that_fit == 1_000_000
+    rows = {r.family: r for r in calculate(1_000_000, 0.001, size_bytes=1_000_000)}
+    assert "fuse8" not in rows  # 0.39% is above 0.1%
+    fit = rows["fuse16"].keys_that_fit
+    assert Fuse16.num_bits_for(fit) <= 8_000_000 < Fuse16.num_bits_for(fit + 1)
+    assert Fuse16.build(_int_keys(3000)).num_bits == Fuse16.num_bits_for(3000)
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_join_pushes_a_fuse_filter_down(tmp_path, name):
+    """The join builds a static filter from its build keys and probes it with its own hashes:
+    answers match DuckDB's, and the filter drops most non-matching probe rows."""
+    import duckdb
+    import pyarrow as pa
+
+    from bloomdb import columnar
+    from bloomdb.join import hash_join
+
+    rng = np.random.default_rng(5)
+    probe = pa.table({"k": rng.integers(0, 200_000, 50_000), "v": rng.integers(0, 100, 50_000)})
+    build = pa.table({"k": rng.integers(0, 200_000, 2_000)})  # duplicates included
+    columnar.write(tmp_path / "p", probe)
+    ref = duckdb.sql("select count(*), sum(v) from probe join build using (k)").fetchall()[0]
+    got, st = hash_join(tmp_path / "p", build, on="k", aggregates=["count(*)", "sum(v)"], filter=name,
+                        pushdown="on", explain=True)
+    assert (got["count(*)"], got["sum(v)"]) == ref
+    assert f"filter: {name} (" in str(st) and "rejected 4" in str(st)  # ~49.5K of 50K rows rejected

@@ -63,6 +63,10 @@ def calculate(keys: int, fpr: float, size_bytes: int | None = None) -> list[Calc
     rows = []
     for info in filters.available():
         cls = filters.family(info.name)
+        if not getattr(cls, "spec_has_number", True):
+            if (row := _fixed_fpr_row(cls, keys, fpr, size_bytes)) is not None:
+                rows.append(row)
+            continue
         if info.spec_meaning != "bits per key":
             continue  # families sized by other parameters (fixed-size, fingerprint bits) are listed by their own tools
         try:
@@ -86,6 +90,26 @@ def calculate(keys: int, fpr: float, size_bytes: int | None = None) -> list[Calc
             continue
         rows.append(CalcRow(info.name, bits, -(-bits // 8), bits / keys, k, expected, fit))
     return rows
+
+
+def _fixed_fpr_row(cls, keys: int, fpr: float, size_bytes: int | None) -> CalcRow | None:
+    """The row of a static family whose FP rate and size follow from the key count alone
+    (``fuse8``/``fuse16``): none when its FP rate is above ``fpr``. It holds exactly the keys it
+    is built from; with ``size_bytes``, "keys that fit" is the most keys whose filter fits."""
+    expected = cls.expected_fpr(0.0)
+    if expected > fpr:
+        return None
+    bits = cls.num_bits_for(keys)
+    fit = keys
+    if size_bytes is not None:
+        lo, hi = 0, max(keys, 1)
+        while cls.num_bits_for(hi) <= size_bytes * 8:
+            lo, hi = hi, 2 * hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if cls.num_bits_for(mid) <= size_bytes * 8 else (lo, mid)
+        fit = lo
+    return CalcRow(cls.family, bits, -(-bits // 8), bits / keys, 3, expected, fit, "static: size set by the keys")
 
 
 def format_rows(rows: list[CalcRow], keys: int, fpr: float, size_bytes: int | None) -> str:

@@ -5,7 +5,10 @@ For every family and target FP rate, the number in the family's spec (``blocked:
 ``n`` keys and counts false positives among ``absent`` disjoint keys (the same keys at every step,
 so the search is deterministic). The answer is the smallest spec number whose measured FP rate is
 at or under the target, reported with the filter's actual memory (``num_bits / n``) and the saving
-over the first family (``blocked`` by default): ``1 - bits / bits_of_blocked``.
+over the first family (``blocked`` by default): ``1 - bits / bits_of_blocked``, and as a multiple
+of the information-theoretic bound ``log2(1/target)`` bits per key. A family whose spec has no
+number (``fuse8``, ``fuse16``: the FP rate is fixed by the fingerprint width) is measured once per
+target; when its FP rate is above the target the point says so (``reached`` False).
 
 Cost: ``steps`` builds and queries per family and target; ``absent`` defaults to ``300 / target``
 (about 300 expected false positives at the answer, ~6% noise), capped at 30M.
@@ -21,7 +24,7 @@ from ..filters import blocked as _blocked
 from .filter_bench import FalseNegative, _build, make_keys
 
 DEFAULT_TARGETS = [1e-2, 1e-3, 1e-4, 1e-5]
-DEFAULT_FAMILIES = ["blocked", "paired", "ribbon"]
+DEFAULT_FAMILIES = ["blocked", "paired", "ribbon", "fuse8", "fuse16"]
 
 
 @dataclass
@@ -35,6 +38,12 @@ class EqualFprPoint:
     false_positives: int
     absent_queries: int
     saving: float  # 1 - bits_per_key / bits_per_key of the reference family (nan for itself / unknown)
+    reached: bool = True  # False: a fixed-FP family (fuse8) whose FP rate is above the target
+
+    @property
+    def over_bound(self) -> float:
+        """Bits per key as a multiple of the bound ``log2(1/target)`` for any filter at the target."""
+        return self.bits_per_key / math.log2(1.0 / self.target_fpr)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -49,7 +58,13 @@ def _measure(spec: str, keys, probes, n: int):
 
 
 def search(family: str, target: float, n: int, probes, keys, steps: int = 8) -> EqualFprPoint:
-    """Smallest spec number (bisection, ``steps`` halvings) whose measured FPR <= ``target``."""
+    """Smallest spec number (bisection, ``steps`` halvings) whose measured FPR <= ``target``
+    (a family without a spec number: its one filter, ``reached`` telling whether it met the target)."""
+    if not getattr(filters.family(family), "spec_has_number", True):
+        bpk, k, fps = _measure(family, keys, probes, n)
+        absent = len(probes)
+        return EqualFprPoint(family, target, family, bpk, k, fps / absent, fps, absent, math.nan,
+                             reached=fps / absent <= target)
     start = _blocked.millibits_for_fpr(target) / 1000.0  # the blocked model's answer brackets all
     lo, hi = 0.5 * start, 1.2 * start
     absent = len(probes)
@@ -97,23 +112,26 @@ def equal_fpr(
             row.append(p)
         ref = row[0].bits_per_key
         for p in row[1:]:
-            p.saving = 1.0 - p.bits_per_key / ref
+            if p.reached:
+                p.saving = 1.0 - p.bits_per_key / ref
         out.extend(row)
         del probes
     return out
 
 
 def format_table(points: list[EqualFprPoint]) -> str:
-    head = f"{'target FPR':>10}  {'family':<8}{'spec':<16}{'bits/key':>9}{'k':>4}{'measured FPR':>14}{'FPs':>7}{'absent':>11}{'saving':>8}"
+    head = (f"{'target FPR':>10}  {'family':<8}{'spec':<16}{'bits/key':>9}{'x bound':>8}{'k':>4}{'measured FPR':>14}"
+            f"{'FPs':>7}{'absent':>11}{'saving':>8}")
     lines = [head, "-" * len(head)]
     for p in points:
         saving = "" if math.isnan(p.saving) else f"{100 * p.saving:>7.1f}%"
         lines.append(
-            f"{p.target_fpr:>10.0e}  {p.family:<8}{p.spec:<16}{p.bits_per_key:>9.2f}{p.num_probes:>4}"
+            f"{p.target_fpr:>10.0e}  {p.family:<8}{p.spec:<16}{p.bits_per_key:>9.2f}{p.over_bound:>8.2f}{p.num_probes:>4}"
             f"{p.fpr:>14.3e}{p.false_positives:>7}{p.absent_queries:>11,}{saving:>8}"
+            + ("" if p.reached else "  (FP rate fixed above the target)")
         )
     lines.append("bits/key = memory per key of the smallest spec whose measured FPR <= target; "
-                 "saving = 1 - bits/key / bits/key of the first family")
+                 "x bound = bits/key / log2(1/target); saving = 1 - bits/key / bits/key of the first family")
     return "\n".join(lines)
 
 

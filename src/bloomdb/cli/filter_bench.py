@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", type=output_file, metavar="FILE", help="also write the results as JSON")
     p.add_argument(
         "--equal-fpr", nargs="?", type=comma_list(probability), const=[1e-2, 1e-3, 1e-4, 1e-5], metavar="TARGETS",
-        help="memory at equal FP rate: bits/key each family (--families, default blocked,paired,ribbon) "
+        help="memory at equal FP rate: bits/key each family (--families, default blocked,paired,ribbon,fuse8,fuse16) "
         "needs for each target FP rate, found by bisection on measured FP rates (default 1e-2,1e-3,1e-4,1e-5)",
     )
     p.add_argument("--allow-bad-fp-rate", action="store_true", help="do not fail when the measured FP rate is far above expected")

@@ -93,6 +93,8 @@ class BinaryFuse(StaticHashedFilter):
     fingerprint_bits: int = 0
     _dtype: Any = None
     spec_meaning = "none (fingerprint width fixed by the name)"
+    #: No number in the spec: ``filter-bench --equal-fpr`` measures the one filter per target.
+    spec_has_number = False
 
     @classmethod
     def spec_kwargs(cls, arg: str) -> dict[str, Any]:
@@ -112,6 +114,10 @@ class BinaryFuse(StaticHashedFilter):
                 f"{cls.family} has no bits_per_key: its size is fixed by its "
                 f"{cls.fingerprint_bits}-bit fingerprints (~{1.125 * cls.fingerprint_bits:.1f} bits/key)"
             )
+        unknown = sorted(set(kwargs) - {"max_attempts", "size_factor"})
+        if unknown:
+            raise InvalidArgument(f"{cls.family}: unknown build option(s) {', '.join(unknown)} "
+                                  "(options: max_attempts, size_factor)")
         return super().build(keys, **kwargs)
 
     @classmethod
@@ -262,6 +268,12 @@ class BinaryFuse(StaticHashedFilter):
     @classmethod
     def spec_for_bits_per_key(cls, bits_per_key: float) -> str:
         return cls.family
+
+    @classmethod
+    def num_bits_for(cls, num_keys: int) -> int:
+        """Bits of the filter built from ``num_keys`` distinct keys (no build: the layout)."""
+        seg_len, seg_count = layout_for(num_keys)
+        return (seg_count + 2) * seg_len * cls.fingerprint_bits
 
     @classmethod
     def bench_specs(cls, bits_per_key_values: list[float]) -> list[str]:
