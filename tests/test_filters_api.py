@@ -46,7 +46,7 @@ def test_no_false_negatives_batch_forms(name):
     assert f.might_contain_many(pa.chunked_array([strs[:100], strs[100:]])).all()
     assert f.might_contain_many(pa.array(strs)[17:300]).all()
     assert f.might_contain_many(np.array(strs)).all()
-    assert f.might_contain_many(np.array([s.encode() for s in strs])).all()
+    assert f.might_contain_many(np.array([s.encode() for s in strs], dtype=object)).all()
     assert f.might_contain(int(ints[3])) and f.might_contain(np.int64(ints[3]))
     assert f.might_contain(strs[9]) and f.might_contain(strs[9].encode())
 

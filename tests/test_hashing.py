@@ -252,8 +252,8 @@ def test_mixed_list_and_numpy_string_arrays():
         H.xxh64_many(keys, seed=3), np.array([ref64(x, 3) for x in _as_bytes(keys)], np.uint64)
     )
     np.testing.assert_array_equal(H.xxh3_64_many(np.array(STRS)), _want_strs(STRS))
-    sarr = np.array([b"ab", b"c", b""], dtype="S")
-    np.testing.assert_array_equal(H.xxh3_64_many(sarr), [ref3(b"ab"), ref3(b"c"), ref3(b"")])
+    varr = np.frombuffer(b"ab\0c\0\0", dtype="V3")  # fixed width: NULs are part of the key
+    np.testing.assert_array_equal(H.xxh3_64_many(varr), [ref3(b"ab\0"), ref3(b"c\0\0")])
     assert H.xxh3_64_many([]).shape == (0,)
 
 

@@ -72,7 +72,9 @@ def test_string_forms_agree():
     assert as_bytes(pa.array(expect, type=pa.large_binary())) == expect
     assert as_bytes(pa.chunked_array([words[:2], words[2:]])) == expect
     assert as_bytes(pa.array(words)[1:3]) == expect[1:3]
-    assert as_bytes(np.array([b"ab", b"c"])) == [b"ab", b"c"]
+    assert as_bytes(np.frombuffer(b"ab\0c\0\0", dtype="V3")) == [b"ab\0", b"c\0\0"]
+    with pytest.raises(errors.KeyTypeError, match="NUL"):  # numpy strips trailing NULs of S items
+        to_batches(np.array([b"ab", b"c"]))
 
 
 def test_arrow_strings_are_zero_copy():

@@ -40,7 +40,21 @@ class IncompatibleFilters(InvalidArgument):
 
 
 class FilterFull(BloomDBError):
-    """A fixed-capacity filter (cuckoo) could not place a key. Nothing added before is lost."""
+    """A fixed-capacity filter (cuckoo) could not place a key, or a filter created with
+    ``on_full="raise"`` was asked to go past its capacity. Nothing added before is lost."""
+
+
+class CapacityWarning(UserWarning):
+    """A filter's estimated FP rate went past twice its target: it holds more keys than it was
+    sized for (the message names the filter, its count and estimated FP rate)."""
+
+
+class FilterFileNotFound(BloomDBError, FileNotFoundError):
+    """A filter file to open does not exist (a :class:`FileNotFoundError` too)."""
+
+
+class OutOfMemory(BloomDBError, MemoryError):
+    """The memory a filter needs could not be allocated (the message says how much)."""
 
 
 class StaticFilterError(BloomDBError, TypeError):

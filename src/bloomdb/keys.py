@@ -26,8 +26,14 @@ A *batch* becomes one or more :class:`KeyBatch` objects, each of one of two shap
 
 An integer key hashes exactly like its 8-byte encoding given as ``bytes``; kernels rely on that.
 
+numpy byte strings: an ``S`` array is refused (:class:`~bloomdb.errors.KeyTypeError`), because numpy
+strips trailing NUL bytes from its items (``b"a\\x00"`` would read as ``b"a"``, so a key added from
+a list could read absent through it). Fixed-width keys where every byte counts go in as a ``V``
+(void) array, ``arr.view("V16")``: each item is exactly its ``itemsize`` bytes. A ``U`` array is
+read as numpy holds it (numpy also drops trailing ``"\\x00"`` characters from ``str`` items).
+
 Cost: numpy/Arrow inputs are O(1) (views) except narrower integer widths (one cast) and numpy
-``S``/``U`` arrays (one pass to drop padding / encode). A Python list is converted once, by
+``U`` arrays (one pass to encode). A Python list is converted once, by
 numpy (all ints) or pyarrow (str/bytes), falling back to a per-key loop for mixed lists.
 """
 
@@ -154,22 +160,25 @@ def _from_int_array(arr: np.ndarray, owner: Any = None) -> KeyBatch:
     return KeyBatch(ints=ints.reshape(-1), owner=owner if owner is not None else arr)
 
 
-def _from_fixed_bytes(arr: np.ndarray) -> KeyBatch:
-    """numpy ``S`` array: each item is its bytes with trailing NULs dropped (numpy's own view)."""
+def _refuse_s_array(arr: np.ndarray) -> KeyBatch:
+    """numpy ``S`` arrays are refused: numpy pads items with NUL bytes and strips trailing NULs, so
+    ``b"a\\x00"`` in one reads as ``b"a"`` and a key added as bytes would read absent."""
+    w = arr.dtype.itemsize
+    raise KeyTypeError(
+        f"numpy {arr.dtype} (S) arrays are not accepted as keys: numpy drops trailing NUL bytes "
+        "(b'a\\x00' reads as b'a'), so a key could silently read absent. Pass a list of bytes or a "
+        "pyarrow binary array; for keys of exactly "
+        f"{w} bytes each (NULs included), pass arr.view('V{w}')"
+    )
+
+
+def _from_fixed_width(arr: np.ndarray) -> KeyBatch:
+    """numpy ``V`` (void) array: item ``i`` is exactly its ``itemsize`` bytes, NULs included."""
     n = arr.shape[0]
     width = arr.dtype.itemsize
-    if width == 0 or n == 0:
-        return KeyBatch(data=np.zeros(0, np.uint8), offsets=np.zeros(n + 1, np.int64))
-    mat = np.ascontiguousarray(arr).view(np.uint8).reshape(n, width)
-    nonzero = mat != 0
-    # length = index of last non-NUL byte + 1
-    last = width - np.argmax(nonzero[:, ::-1], axis=1)
-    lengths = np.where(nonzero.any(axis=1), last, 0).astype(np.int64)
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    keep = np.arange(width)[None, :] < lengths[:, None]
-    data = mat[keep]
-    return KeyBatch(data=np.ascontiguousarray(data), offsets=offsets)
+    data = np.ascontiguousarray(arr).view(np.uint8).reshape(-1) if n and width else np.zeros(0, np.uint8)
+    offsets = np.arange(n + 1, dtype=np.int64) * width
+    return KeyBatch(data=data, offsets=offsets, owner=arr)
 
 
 def _pa():
@@ -252,7 +261,7 @@ def _from_list(keys: list | tuple) -> KeyBatch:
 def to_batches(keys: Any) -> list[KeyBatch]:
     """Convert a batch of keys into one or more :class:`KeyBatch` (one per Arrow chunk).
 
-    Accepts a list/tuple of keys (types may mix), a numpy integer / ``S`` / ``U`` / object array,
+    Accepts a list/tuple of keys (types may mix), a numpy integer / ``U`` / ``V`` / object array,
     a pyarrow integer/string/binary (large or not) ``Array`` or ``ChunkedArray``, or any object
     exposing the Arrow C data interface (pandas/Polars series). One key (``str``, ``bytes``, an
     integer, any non-numpy buffer such as a ``memoryview`` or ``bytearray``, a 0-d array, a pyarrow
@@ -276,13 +285,15 @@ def to_batches(keys: Any) -> list[KeyBatch]:
         if kind in "iu":
             return [_from_int_array(keys)]
         if kind == "S":
-            return [_from_fixed_bytes(keys)]
+            return [_refuse_s_array(keys)]
+        if kind == "V" and keys.dtype.fields is None:
+            return [_from_fixed_width(keys)]
         if kind == "U":
             pa = _pa()
             return [_from_arrow_array(pa.array(keys, type=pa.large_string()))]
         if kind == "O":
             return [_from_list(keys.tolist())]
-        raise KeyTypeError(f"unsupported numpy key dtype {keys.dtype}: use integers, S or U arrays")
+        raise KeyTypeError(f"unsupported numpy key dtype {keys.dtype}: use integers, U or V (fixed-width bytes) arrays")
     pa = _pa()
     if pa is not None:
         if isinstance(keys, pa.ChunkedArray):

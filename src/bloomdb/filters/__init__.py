@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import InvalidArgument
 from . import format as _fmt
-from .base import Filter, HashedFilter, open_path
+from .base import Filter, HashedFilter, check_keywords, merge_spec_kwargs, open_path
 from .registry import _by_name, _load, family, family_by_tag, from_bytes, register
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
@@ -34,23 +34,32 @@ def create(spec: str, capacity: int | None = None, **kwargs: Any) -> Filter:
 
     ``capacity`` is the number of keys it is sized for; extra keyword arguments go to the family
     (e.g. ``fpr=0.01`` instead of a number in the spec, ``size_bytes`` for ``register``).
-    Raises :class:`~bloomdb.errors.InvalidArgument` before allocating anything.
+    Raises :class:`~bloomdb.errors.InvalidArgument` (naming the bound or the accepted keywords)
+    before allocating anything.
     """
     name, arg = parse_spec(spec)
-    return family(name).from_spec(arg, capacity=capacity, **kwargs)
+    cls = family(name)
+    if not cls.static:
+        check_keywords(name, kwargs, cls.__init__, exclude=("capacity",))
+    return cls.from_spec(arg, capacity=capacity, **kwargs)
 
 
 def build(spec: str, keys: Any, **kwargs: Any) -> Filter:
     """A filter holding exactly ``keys``, sized for them (static families use their builder)."""
     name, arg = parse_spec(spec)
     cls = family(name)
-    if arg is not None:
-        kwargs.update(cls.spec_kwargs(arg))
-    return cls.build(keys, **kwargs)
+    if cls.static:
+        check_keywords(name, kwargs, cls.build, *filter(None, [getattr(cls, "build_hashes", None)]))
+    else:
+        check_keywords(name, kwargs, cls.__init__, exclude=("capacity",))
+    return cls.build(keys, **merge_spec_kwargs(cls, arg, kwargs))
 
 
 def open(path: str | os.PathLike, mmap: bool = True, verify: bool = True) -> Filter:  # noqa: A001
     """Open a filter file written by :meth:`Filter.save`.
+
+    A missing file raises :class:`~bloomdb.errors.FilterFileNotFound` (a ``FileNotFoundError``), a
+    directory or a non-path InvalidArgument.
 
     With ``mmap=True`` the payload is memory-mapped copy-on-write (the file is never modified;
     pages load on demand, so a huge filter opens fast with ``verify=False``), otherwise read into

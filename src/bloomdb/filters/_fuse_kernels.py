@@ -27,7 +27,7 @@ removed at once and counted as duplicates; copies that escape this check make th
 fail, and the caller then deduplicates and retries. A cell hit by 64 keys or more (count
 overflow) fails the attempt too.
 
-Cost: build O(n) with ~14 bytes of temporaries per cell and 9 per key; a query reads three
+Cost: build O(n) with ~13 bytes of temporaries per cell and 9 per key; a query reads three
 cells (pipelined: the cells of the keys ``AHEAD`` groups ahead are prefetched).
 """
 

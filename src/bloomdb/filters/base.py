@@ -37,6 +37,7 @@ import numpy as np
 from .. import keys as _keys
 from ..errors import (
     CorruptionError,
+    FilterFileNotFound,
     IncompatibleFilters,
     InvalidArgument,
     StaticFilterError,
@@ -50,39 +51,100 @@ from .mapped import MappedFile
 from .writers import WriteGate
 
 
-def check_capacity(capacity: Any) -> int:
-    """Validate a capacity: a positive integer (bool and floats with a fraction are refused)."""
+#: Largest capacity any family accepts (sizes are computed in 64-bit integers).
+MAX_CAPACITY = (1 << 63) - 1
+
+
+def _prefix(family: str) -> str:
+    return f"{family}: " if family else ""
+
+
+def check_capacity(capacity: Any, family: str = "") -> int:
+    """Validate a capacity: an integer in ``[1, 2**63 - 1]`` (bool, NaN, infinities and floats
+    with a fraction are refused with InvalidArgument)."""
+    msg = f"{_prefix(family)}capacity must be a positive integer up to 2**63 - 1, got {capacity!r}"
     if isinstance(capacity, bool) or capacity is None:
-        raise InvalidArgument(f"capacity must be a positive integer, got {capacity!r}")
+        raise InvalidArgument(msg)
     try:
         as_int = int(capacity)
-    except (TypeError, ValueError):
-        raise InvalidArgument(f"capacity must be a positive integer, got {capacity!r}") from None
-    if as_int != capacity or as_int <= 0:
-        raise InvalidArgument(f"capacity must be a positive integer, got {capacity!r}")
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidArgument(msg) from None
+    if as_int != capacity or not 0 < as_int <= MAX_CAPACITY:
+        raise InvalidArgument(msg)
     return as_int
 
 
-def check_bits_per_key(bits_per_key: Any, *, low: float = 0.0, high: float = 1000.0) -> float:
-    """Validate bits per key: a finite number in ``(low, high]``."""
+def check_bits_per_key(
+    bits_per_key: Any, *, low: float = 0.0, high: float = 1000.0, family: str = "", why: str = ""
+) -> float:
+    """Validate bits per key: a finite number in ``(low, high]`` (``why`` says where ``high``
+    comes from). Never silently capped: above ``high`` is an InvalidArgument."""
     try:
         b = float(bits_per_key)
-    except (TypeError, ValueError):
-        raise InvalidArgument(f"bits_per_key must be a number, got {bits_per_key!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidArgument(f"{_prefix(family)}bits_per_key must be a number, got {bits_per_key!r}") from None
     if isinstance(bits_per_key, bool) or not math.isfinite(b) or b <= low or b > high:
-        raise InvalidArgument(f"bits_per_key must be a finite number in ({low}, {high}], got {bits_per_key!r}")
+        reason = f" ({why})" if why else ""
+        raise InvalidArgument(
+            f"{_prefix(family)}bits_per_key must be a finite number in ({low:g}, {high:g}]{reason}, "
+            f"got {bits_per_key!r}"
+        )
     return b
 
 
-def check_fpr(fpr: Any) -> float:
-    """Validate a target false-positive rate: a number strictly between 0 and 1."""
+def check_fpr(fpr: Any, *, best: float = 0.0, family: str = "", why: str = "") -> float:
+    """Validate a target false-positive rate: a number in ``[best, 1)`` and above 0.
+
+    ``best`` is the lowest rate the family can reach (``why`` says what limits it); a target
+    below it is refused rather than silently missed.
+    """
     try:
         p = float(fpr)
-    except (TypeError, ValueError):
-        raise InvalidArgument(f"fpr must be a number in (0, 1), got {fpr!r}") from None
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidArgument(f"{_prefix(family)}fpr must be a number in (0, 1), got {fpr!r}") from None
     if isinstance(fpr, bool) or not (0.0 < p < 1.0):
-        raise InvalidArgument(f"fpr must be a number in (0, 1), got {fpr!r}")
+        raise InvalidArgument(f"{_prefix(family)}fpr must be a number in (0, 1), got {fpr!r}")
+    if p < best:
+        reason = f" ({why})" if why else ""
+        raise InvalidArgument(
+            f"{_prefix(family)}fpr={fpr!r} is below {best:.3g}, the lowest this family reaches{reason}"
+        )
     return p
+
+
+def check_keywords(family: str, kwargs: dict[str, Any], *functions: Any, exclude: tuple[str, ...] = ()) -> None:
+    """InvalidArgument naming the accepted keywords when ``kwargs`` has one none of ``functions``
+    names (when every one takes ``**kwargs``, the family checks for itself and this passes)."""
+    import inspect
+
+    accepted: set[str] = set()
+    open_ended = True
+    for fn in functions:
+        params = inspect.signature(fn).parameters.values()
+        open_ended &= any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+        accepted |= {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    if open_ended:
+        return
+    accepted -= {"self", "cls", "keys", "hashes", *exclude}
+    unknown = sorted(set(kwargs) - accepted)
+    if unknown:
+        raise InvalidArgument(
+            f"{family}: unknown argument(s) {', '.join(unknown)}; it takes {', '.join(sorted(accepted)) or 'none'}"
+        )
+
+
+def merge_spec_kwargs(cls: Any, arg: str | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` plus what the number in ``"family:N"`` stands for; InvalidArgument when both give
+    the same parameter (the spec number used to win silently)."""
+    if arg is None:
+        return kwargs
+    from_spec = cls.spec_kwargs(arg)
+    both = sorted(set(from_spec) & set(kwargs))
+    if both:
+        raise InvalidArgument(
+            f"{cls.family}: {', '.join(both)} given both in the spec {cls.family}:{arg} and as a keyword"
+        )
+    return {**kwargs, **from_spec}
 
 
 def single_key_batch(key: Any) -> KeyBatch:
@@ -142,8 +204,7 @@ class Filter(ABC):
     @classmethod
     def from_spec(cls, arg: str | None, capacity: int | None = None, **kwargs: Any) -> "Filter":
         """Create from the number in ``"family:N"`` (see :meth:`spec_kwargs`) and a capacity."""
-        if arg is not None:
-            kwargs.update(cls.spec_kwargs(arg))
+        kwargs = merge_spec_kwargs(cls, arg, kwargs)
         if capacity is None:
             raise InvalidArgument(f"{cls.family}: capacity (number of keys) is required")
         return cls(capacity=capacity, **kwargs)
@@ -602,16 +663,32 @@ class HashedFilter(Filter):
         self._counted(int(h.shape[0]))
 
 
+def _check_path(path: Any) -> str:
+    """``os.fspath(path)``; InvalidArgument for a non-path or a directory."""
+    try:
+        path = os.fspath(path)
+    except TypeError:
+        raise InvalidArgument(f"a filter path must be a str or os.PathLike, got {type(path).__name__}") from None
+    if os.path.isdir(path):
+        raise InvalidArgument(f"{path!r} is a directory, not a filter file")
+    return path
+
+
 def open_path(path: str | os.PathLike, use_mmap: bool = True, verify: bool = True) -> Filter:
     """Open a filter saved with :meth:`Filter.save`; see :func:`bloomdb.filters.open`."""
-    path = os.fspath(path)
-    mapped = None
-    if use_mmap:
-        mapped = MappedFile(path)
-        buf: Any = mapped.map
-    else:
-        with open(path, "rb") as fh:
-            buf = fh.read()
+    path = _check_path(path)
+    try:
+        mapped = None
+        if use_mmap:
+            mapped = MappedFile(path)
+            buf: Any = mapped.map
+        else:
+            with open(path, "rb") as fh:
+                buf = fh.read()
+    except FileNotFoundError as exc:
+        raise FilterFileNotFound(exc.errno, f"no filter file at {path!r}", path) from None
+    except IsADirectoryError:
+        raise InvalidArgument(f"{path!r} is a directory, not a filter file") from None
     env = fmt.decode(buf, verify_payload=verify, source=path)
     cls = registry.family_by_tag(env.family_tag, source=path)
     if mapped is not None:

@@ -94,7 +94,7 @@ class CuckooFilter(DeletableFilter):
     max_copies = 2 * BUCKET_SLOTS
 
     def __init__(self, capacity: int, fingerprint_bits: int | None = None, fpr: float | None = None):
-        capacity = check_capacity(capacity)
+        capacity = check_capacity(capacity, self.family)
         if fpr is not None and fingerprint_bits is not None:
             raise InvalidArgument("give fingerprint_bits or fpr, not both")
         if fpr is not None:

@@ -24,13 +24,14 @@ cache-line alignment the kernels want. Any damage is a :class:`CorruptionError`.
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..checksum import crc32c
-from ..errors import CorruptionError
+from ..errors import CorruptionError, InvalidArgument, OutOfMemory
 
 MAGIC = b"BLMF"
 ENVELOPE_VERSION = 1
@@ -55,9 +56,37 @@ FAMILY_TAGS: dict[str, int] = {
 }
 
 
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+        return None
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return f"{n:.1f} PiB"  # pragma: no cover
+
+
 def aligned_empty(nbytes: int, align: int = ALIGN) -> np.ndarray:
-    """An uninitialised ``uint8`` array of ``nbytes`` whose first byte is ``align``-aligned."""
-    raw = np.empty(nbytes + align, dtype=np.uint8)
+    """An uninitialised ``uint8`` array of ``nbytes`` whose first byte is ``align``-aligned.
+
+    Raises InvalidArgument when ``nbytes`` exceeds the machine's physical memory and
+    :class:`~bloomdb.errors.OutOfMemory` when the allocation fails; both say how much was needed.
+    """
+    ram = _physical_memory()
+    if ram is not None and nbytes > ram:
+        raise InvalidArgument(
+            f"a filter of {human_bytes(nbytes)} needs more than this machine's {human_bytes(ram)} "
+            "of memory: lower the capacity or the bits per key"
+        )
+    try:
+        raw = np.empty(nbytes + align, dtype=np.uint8)
+    except MemoryError:
+        raise OutOfMemory(f"cannot allocate {human_bytes(nbytes)} for a filter") from None
     shift = (-raw.ctypes.data) % align
     return raw[shift : shift + nbytes]
 
@@ -101,11 +130,15 @@ def encode(family_tag: int, family_version: int, params: bytes, count: int, payl
 def decode(buf, *, verify_payload: bool = True, source: str | None = None) -> Envelope:
     """Parse and check an envelope held in ``buf`` (bytes, memoryview or mmap).
 
-    Raises :class:`CorruptionError` (with ``source`` as the path) for a wrong magic, unknown
+    Raises InvalidArgument when ``buf`` is not bytes-like, and
+    :class:`CorruptionError` (with ``source`` as the path) for a wrong magic, unknown
     envelope version, truncation, or a checksum mismatch. Cost: O(1) plus one CRC pass over the
     payload when ``verify_payload``.
     """
-    mv = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf.cast("B")
+    try:
+        mv = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf.cast("B")
+    except TypeError:
+        raise InvalidArgument(f"filter bytes must be a bytes-like object, got {type(buf).__name__}") from None
     if mv.nbytes < FIXED_SIZE:
         raise CorruptionError(f"truncated filter: {mv.nbytes} bytes, header needs {FIXED_SIZE}", source)
     (magic, ver, _r0, tag, fver, _r1, plen, count, paylen, pay_crc, head_crc) = _FIXED.unpack_from(mv, 0)

@@ -20,7 +20,7 @@ dropped during the build (and, if some escape that cheap check, after one failed
 deduplicating the hashes). After ``max_attempts`` failures :class:`~bloomdb.errors.FilterBuildError`.
 Empty key set: a zero-byte filter answering False.
 
-Cost: build O(n) — about 14 bytes of temporaries per cell plus 9 per key, three passes over the
+Cost: build O(n) — about 13 bytes of temporaries per cell plus 9 per key, three passes over the
 keys and one over the cells; a query reads three cells of the array (three cache lines).
 """
 

@@ -28,6 +28,32 @@ def bits_per_key_for_fpr(fpr: float) -> float:
     return -math.log(fpr) / (LN2 * LN2)
 
 
+def standard_bits_per_key_for_fpr(fpr: float, max_k: int = 30) -> float:
+    """Bits per key at which a standard Bloom filter reaches exactly ``fpr`` with its whole k.
+
+    Closed form: ``k = min(max_k, optimal_k(-ln p / (ln 2)^2))``, then the ``b`` solving
+    ``(1 - e^(-k / b))^k = p``, i.e. ``-k / ln(1 - p^(1/k))`` (the textbook optimum rounds k, so
+    it misses ``p`` by up to ~15%; past ``max_k`` probes only more bits reach ``p``).
+    """
+    k = min(max_k, optimal_k(bits_per_key_for_fpr(fpr)))
+    return -k / math.log1p(-(fpr ** (1.0 / k)))
+
+
+def smallest_step_meeting(fpr_at, target: float, lo: int, hi: int, step: int) -> int | None:
+    """Smallest ``x`` in ``lo, lo + step, ..., hi`` with ``fpr_at(x) <= target`` (``fpr_at``
+    non-increasing), or None when even ``hi`` misses it. Bisection: O(log((hi - lo) / step)) calls."""
+    if fpr_at(hi) > target:
+        return None
+    a, b = 0, (hi - lo) // step  # fpr_at(lo + b * step) <= target
+    while a < b:
+        mid = (a + b) // 2
+        if fpr_at(lo + mid * step) <= target:
+            b = mid
+        else:
+            a = mid + 1
+    return lo + a * step
+
+
 def cache_local_fpr(bits_per_key: float, k: int, line_bits: int = 512) -> float:
     """RocksDB ``BloomMath::CacheLocalFpRate``: keys per line vary by ~sqrt(lambda) around lambda.
 

@@ -95,7 +95,7 @@ class PairedBloom(StaticHashedFilter):
         ``batch_blocks`` is 32 (current Speedb) or any power of two up to 256 (128 = Speedb's
         first version). Raises InvalidArgument for bad parameters or more than 2^32 - 1 blocks.
         """
-        bpk = check_bits_per_key(bits_per_key)
+        bpk = check_bits_per_key(bits_per_key, high=100.0, family="paired", why="RocksDB's cap")
         batch = _check_batch(batch_blocks)
         millibits = max(1000, fm.rocksdb_millibits_per_key(bpk))
         h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)

@@ -34,7 +34,7 @@ from . import _register_kernels as K
 from . import format as fmt
 from . import math as fm
 from . import register
-from .base import HashedFilter, check_bits_per_key, check_capacity
+from .base import HashedFilter, check_bits_per_key, check_capacity, merge_spec_kwargs
 
 _PARAMS = struct.Struct("<QQB7x")  # capacity (0: not given), num_words, k
 DEFAULT_SIZE_BYTES = 256 * 1024
@@ -80,13 +80,13 @@ class RegisterBloom(HashedFilter):
         (for ``bits_per_key`` and stats) unless ``bits_per_key`` is given. Raises InvalidArgument."""
         k = _check_k(k)
         if capacity is not None:
-            capacity = check_capacity(capacity)
+            capacity = check_capacity(capacity, self.family)
         if bits_per_key is not None:
             if size_bytes is not None:
                 raise InvalidArgument("register: give size_bytes or bits_per_key, not both")
             if capacity is None:
                 raise InvalidArgument("register: bits_per_key needs a capacity (number of keys)")
-            bpk = check_bits_per_key(bits_per_key)
+            bpk = check_bits_per_key(bits_per_key, family=self.family)
             size_bytes = 4 * max(1, math.ceil(capacity * bpk / 32))
         size_bytes = _check_size_bytes(DEFAULT_SIZE_BYTES if size_bytes is None else size_bytes)
         self._init(capacity or 0, size_bytes // 4, k, fmt.aligned_zeros(size_bytes), 0)
@@ -118,9 +118,7 @@ class RegisterBloom(HashedFilter):
 
     @classmethod
     def from_spec(cls, arg: str | None, capacity: int | None = None, **kwargs: Any) -> "RegisterBloom":
-        if arg is not None:
-            kwargs.update(cls.spec_kwargs(arg))
-        return cls(capacity=capacity, **kwargs)
+        return cls(capacity=capacity, **merge_spec_kwargs(cls, arg, kwargs))
 
     @classmethod
     def build(cls, keys: Any, bits_per_key: float | None = None, **kwargs: Any) -> "RegisterBloom":

@@ -118,12 +118,18 @@ class RibbonFilter(StaticHashedFilter):
         if fpr is not None and bits_per_key is not None:
             raise InvalidArgument("give bits_per_key or fpr, not both")
         if fpr is not None:
-            one_in = 1.0 / check_fpr(fpr)
+            one_in = 1.0 / check_fpr(fpr, best=2.0**-32, family="ribbon", why="32 result columns")
             millibits = 0
         else:
-            bpk = check_bits_per_key(10.0 if bits_per_key is None else bits_per_key)
+            bpk = check_bits_per_key(10.0 if bits_per_key is None else bits_per_key, high=100.0,
+                                     family="ribbon", why="RocksDB's cap")
             millibits = max(1000, fm.rocksdb_millibits_per_key(bpk))
             one_in = bloom_equivalent_one_in(millibits / 1000.0)
+            if one_in > 2.0**32:
+                raise InvalidArgument(
+                    f"ribbon: {bits_per_key} Bloom-equivalent bits/key means an FP rate of {1 / one_in:.3g}, "
+                    "below 2^-32, the lowest ribbon reaches (32 result columns)"
+                )
         if slots_per_key is not None and not (0.0 < float(slots_per_key) <= 100.0):
             raise InvalidArgument(f"slots_per_key must be in (0, 100], got {slots_per_key!r}")
         if isinstance(max_seeds, bool) or not isinstance(max_seeds, int) or not 1 <= max_seeds <= 1 << 16:

@@ -47,12 +47,19 @@ MAX_BYTES = 128 * 1024 * 1024
 _MAX_BLOCKS = (1 << 31) - 1  # the spec: 1 <= z < 2^31
 
 
+def optimal_num_bits(ndv: int, fpp: float) -> float:
+    """The unrounded, uncapped bits of the Parquet recipe, ``-8 ndv / ln(1 - fpp^(1/8))`` (inf when
+    ``fpp^(1/8)`` is below float precision)."""
+    fpp = check_fpr(fpp, family="sbbf")
+    denom = math.log1p(-(fpp ** (1.0 / 8.0)))
+    return -8.0 * ndv / denom if denom else math.inf
+
+
 def optimal_num_bytes(ndv: int, fpp: float) -> int:
     """Bytes of a filter for ``ndv`` distinct values at false-positive rate ``fpp``, as Parquet
     writers size it (Arrow C++ ``OptimalNumOfBytes``): ``-8 ndv / ln(1 - fpp^(1/8))`` bits,
     at least 32 bytes, rounded up to a power of two, at most 128 MiB."""
-    fpp = check_fpr(fpp)
-    m = -8.0 * ndv / math.log(1.0 - fpp ** (1.0 / 8.0))
+    m = optimal_num_bits(ndv, fpp)
     bits = MAX_BYTES * 8 if (m < 0 or m > MAX_BYTES * 8) else int(m)
     bits = max(bits, MIN_BYTES * 8)
     if bits & (bits - 1):
@@ -87,15 +94,20 @@ class SplitBlockBloom(Filter):
     ):
         """A zeroed filter for ``capacity`` values: ``num_bytes``, ``fpr`` (Parquet sizing) or
         ``bits_per_key`` (default 10, whole blocks) — one of them. Raises InvalidArgument."""
-        capacity = check_capacity(capacity)
+        capacity = check_capacity(capacity, self.family)
         if sum(x is not None for x in (bits_per_key, fpr, num_bytes)) > 1:
             raise InvalidArgument("sbbf: give one of bits_per_key, fpr, num_bytes")
         if num_bytes is not None:
             nbytes = _check_num_bytes(num_bytes)
         elif fpr is not None:
+            if optimal_num_bits(capacity, fpr) > MAX_BYTES * 8:
+                raise InvalidArgument(
+                    f"sbbf: fpr={fpr!r} for {capacity} values needs more than Parquet's cap of "
+                    f"{MAX_BYTES >> 20} MiB; give a larger fpr, fewer values or num_bytes="
+                )
             nbytes = optimal_num_bytes(capacity, fpr)
         else:
-            bpk = check_bits_per_key(10.0 if bits_per_key is None else bits_per_key)
+            bpk = check_bits_per_key(10.0 if bits_per_key is None else bits_per_key, family=self.family)
             nbytes = BYTES_PER_BLOCK * max(1, math.ceil(capacity * bpk / (8 * BYTES_PER_BLOCK)))
             if nbytes // BYTES_PER_BLOCK > _MAX_BLOCKS:
                 raise InvalidArgument(f"sbbf: {nbytes} bytes exceeds 2^31 blocks")

@@ -1,7 +1,8 @@
 """``standard``: the textbook Bloom filter (one bit array, k independent-looking probes).
 
-m bits for ``capacity`` keys at ``bits_per_key`` (or the bits/key an optimal filter needs for
-``fpr``), rounded up to whole 64-bit words; k = round(ln 2 · bits/key) clamped to 1..30.
+m bits for ``capacity`` keys at ``bits_per_key`` (at most 1000), or the bits/key a filter with
+k <= 30 needs for ``fpr`` (closed form, :func:`.math.standard_bits_per_key_for_fpr`), rounded up
+to whole 64-bit words; k = round(ln 2 · bits/key) clamped to 1..30.
 Probes use Kirsch–Mitzenmacher double hashing of the key's XXH3-64 over the whole array, so a
 query touches k random cache lines: the most accurate Bloom per bit here and the slowest.
 
@@ -27,6 +28,7 @@ from . import register
 from .base import HashedFilter, check_bits_per_key, check_capacity, check_fpr
 
 _PARAMS = struct.Struct("<QQBdx")  # capacity, num_bits, k, bits_per_key target
+MAX_BITS_PER_KEY = 1000
 
 
 @register
@@ -44,12 +46,15 @@ class StandardBloom(HashedFilter):
         fpr: float | None = None,
         num_probes: int | None = None,
     ):
-        capacity = check_capacity(capacity)
+        capacity = check_capacity(capacity, self.family)
         if fpr is not None and bits_per_key is not None:
             raise InvalidArgument("give bits_per_key or fpr, not both")
         if fpr is not None:
-            bits_per_key = fm.bits_per_key_for_fpr(check_fpr(fpr))
-        bits_per_key = check_bits_per_key(10.0 if bits_per_key is None else bits_per_key)
+            best = fm.standard_fpr(MAX_BITS_PER_KEY, 30)
+            fpr = check_fpr(fpr, best=best, family=self.family, why=f"30 probes at {MAX_BITS_PER_KEY} bits/key")
+            bits_per_key = fm.standard_bits_per_key_for_fpr(fpr, 30)
+        bits_per_key = check_bits_per_key(10.0 if bits_per_key is None else bits_per_key,
+                                          high=MAX_BITS_PER_KEY, family=self.family)
         k = fm.optimal_k(bits_per_key) if num_probes is None else int(num_probes)
         if not 1 <= k <= 30:
             raise InvalidArgument(f"num_probes must be in 1..30, got {num_probes!r}")
