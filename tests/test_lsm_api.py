@@ -120,7 +120,7 @@ def test_probe_kernel_matches_the_filter(tmp_path):
     """The store's fused probe answers exactly like the table's own blocked filter."""
     import numpy as np
 
-    from bloomdb.lsm import _lsm_kernels as K
+    from bloomdb.lsm.probe import _probe_kernels as K
 
     with DB.open(str(tmp_path / "db"), small_options(background_compaction=False, memtable_bytes=1 << 20)) as db:
         for i in range(2000):

@@ -15,7 +15,7 @@ import pytest
 from bloomdb import filters
 from bloomdb.errors import InvalidArgument
 from bloomdb.lsm import DB, Options
-from bloomdb.lsm import _lsm_kernels as K
+from bloomdb.lsm.probe import _probe_kernels as K
 from lsm_helpers import small_options
 
 SPECS = [filters.family(i.name).example_spec or i.name for i in filters.available()]
@@ -117,7 +117,7 @@ def test_the_probe_path_answers_like_the_family(tmp_path, spec, partitioned):
     family's own ``might_contain`` (no false negatives, no extra "not here"); a family whose
     probe descriptor is the kind the probe kernel runs (``directory.KERNEL_FAMILY``) is answered
     inside the kernel, by that family's own kernel, once its filter is loaded."""
-    from bloomdb.lsm.directory import KERNEL_FAMILY
+    from bloomdb.lsm.probe.directory import KERNEL_FAMILY
 
     opts = _opts(spec, memtable_bytes=1 << 20, partitioned_filters=partitioned)
     with DB.open(str(tmp_path / "db"), opts) as db:

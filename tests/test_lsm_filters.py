@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from bloomdb.hashing import hash64
-from bloomdb.lsm import DB, _lsm_kernels as K
-from bloomdb.lsm.directory import Directory
+from bloomdb.lsm import DB
+from bloomdb.lsm.probe import layout as K
+from bloomdb.lsm.probe.directory import Directory
 from bloomdb.lsm.sstable import MISSING
 
 from lsm_helpers import small_options

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
             filters.build(spec, [])  # a bad spec is refused here, before any work
         except InvalidArgument as exc:
             raise InvalidArgument(f"--filter {spec!r}: {exc}") from None
-    from ..lsm import _lsm_kernels  # noqa: F401  (compile/load kernels before timing)
+    from ..lsm.probe import _probe_kernels  # noqa: F401  (compile/load kernels before timing)
 
     _warmup(B)
     print(f"db-bench: {args.num:,} keys of 16 bytes, values of {B.VALUE_SIZE} bytes, filter={spec}, "

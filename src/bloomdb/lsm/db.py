@@ -25,13 +25,14 @@ import numpy as np
 
 from ..checksum import crc32c
 from ..errors import BloomDBError, CorruptionError, InvalidArgument, KeyTypeError
-from . import _lsm_kernels as K
 from . import identity, scan, wal
 from . import manifest as mf
 from .compaction import executor, policy
 from .fs import RealFS
 from .memtable import MemTable
 from .options import MAX_LEVELS, Options
+from .probe import _probe_kernels as K
+from .probe import layout
 from .sstable import DELETED, MISSING, Table
 from .sstable.builder import build_table_arrays, pack_bytes
 from .sstable.footer import decode_footer
@@ -520,7 +521,7 @@ class DB:
                 self._version = old
                 raise
             if old._probe is not None:
-                self._probe_base += old.refresh_probe()[0][K.C_CHECKS : K.C_POSITIVE + 1]
+                self._probe_base += old.refresh_probe()[0][layout.C_CHECKS : layout.C_POSITIVE + 1]
             imm = self._imm
             if drop_imm:
                 self._imm = None
@@ -829,7 +830,7 @@ class DB:
         mem, imm, ver = self._state
         counters = self._probe_base.copy()
         if ver._probe is not None:
-            counters += ver.refresh_probe()[0][K.C_CHECKS : K.C_POSITIVE + 1]
+            counters += ver.refresh_probe()[0][layout.C_CHECKS : layout.C_POSITIVE + 1]
         st = self._stats
         checks = int(counters[0]) + st["filter_checks"]
         useful = int(counters[1]) + st["filter_useful"]

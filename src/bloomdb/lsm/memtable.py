@@ -16,8 +16,8 @@ from operator import itemgetter
 import numpy as np
 from sortedcontainers import SortedList
 
-from . import _lsm_kernels as K
 from .sstable import _table_kernels as TK
+from .sstable._block_kernels import gather
 from .sstable.builder import pack_bytes
 
 _ENTRY_OVERHEAD = 48
@@ -123,8 +123,8 @@ class MemTable:
         kd, ko = pack_bytes(keys)
         vd, vo = pack_bytes(vals)
         order = TK.argsort_packed(kd, ko)
-        kd, ko = K.gather(kd, ko, order)
-        vd, vo = K.gather(vd, vo, order)
+        kd, ko = gather(kd, ko, order)
+        vd, vo = gather(vd, vo, order)
         return kd, ko, trs[order], vd, vo
 
     def __len__(self) -> int:

@@ -1,5 +1,5 @@
 """An immutable snapshot of which tables are live at which level, and the probe directory over them
-(:mod:`.directory`).
+(:mod:`.probe.directory`).
 
 L0 tables may overlap and are kept newest first (by largest sequence); tables of L1+ do not
 overlap and are kept in key order. A :class:`Version` is never changed; an edit
@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from .directory import Directory
+from .probe.directory import Directory
 from .options import MAX_LEVELS
 
 
@@ -57,9 +57,9 @@ class Version:
 
     # -- the probe directory ------------------------------------------------------------------
     def probe(self):
-        """``(directory array,)`` for :func:`_lsm_kernels.probe`; built on the version's first
+        """``(directory array,)`` for :func:`probe._probe_kernels.probe`; built on the version's first
         read (no filter is read then: each table's filter is read by its first lookup, see
-        :mod:`.directory`), then kept. ``self.directory`` answers what the kernel hands over."""
+        :mod:`.probe.directory`), then kept. ``self.directory`` answers what the kernel hands over."""
         p = self._probe
         if p is not None:
             return p

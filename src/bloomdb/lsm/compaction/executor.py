@@ -17,11 +17,12 @@ import os
 
 import numpy as np
 
-from .. import _lsm_kernels as K
 from ..sstable import Table
+from ..sstable._block_kernels import gather
 from ..sstable.builder import build_table_arrays
 from ..sstable.reader import decode_tables
 from ..version import TableRef, Version
+from . import _merge_kernels as K
 from .policy import Task
 
 
@@ -40,8 +41,8 @@ def merge_arrays(runs, smallest_snapshot: int, bottom: bool):
         starts.append(starts[-1] + sum(counts[i : i + len(run)]))
         i += len(run)
     idx = K.merge_runs(kdata, koff, trs, np.array(starts, np.int64), smallest_snapshot, bottom)
-    kd, ko = K.gather(kdata, koff, idx)
-    vd, vo = K.gather(vdata, voff, idx)
+    kd, ko = gather(kdata, koff, idx)
+    vd, vo = gather(vdata, voff, idx)
     return kd, ko, trs[idx], vd, vo
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._lsm_kernels import _cmp, _first_not_below, block_get, key_words
+from ._block_kernels import _cmp, _first_not_below, block_get, key_words
 
 ST_UNCHECKED = -2
 
@@ -204,7 +204,7 @@ def index_array(last_keys, offsets, sizes) -> np.ndarray:
 @njit(cache=True, nogil=True)
 def table_get(buf, index, checked, key, snap):
     """Point read in one table: the first block whose last key ``>= key`` (by prefix words),
-    then :func:`_lsm_kernels.block_get` in it. Returns ``(status, block, value offset, value
+    then :func:`_block_kernels.block_get` in it. Returns ``(status, block, value offset, value
     length)``; status as ``block_get``'s, or ``ST_UNCHECKED`` when the block's CRC32C has not
     been checked yet (``checked[block] == 0``: Python checks it and searches)."""
     n = index[0]

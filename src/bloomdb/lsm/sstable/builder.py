@@ -16,7 +16,7 @@ import numpy as np
 from ... import filters
 from ...checksum import crc32c
 from ...errors import FilterBuildError, FilterFull
-from .. import _lsm_kernels as K
+from . import _block_kernels as K
 from . import _table_kernels as TK
 from .block import RAW, compression_code, frame
 from .footer import Handles, Meta, encode_footer, encode_meta

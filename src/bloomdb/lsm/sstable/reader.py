@@ -19,7 +19,7 @@ import numpy as np
 from ... import filters
 from ...checksum import crc32c
 from ...errors import CorruptionError
-from .. import _lsm_kernels as K
+from . import _block_kernels as K
 from . import _table_kernels as TK
 from .block import RAW, TRAILER, unframe
 from .builder import PARTITION_MAGIC

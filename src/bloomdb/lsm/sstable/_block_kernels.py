@@ -1,32 +1,5 @@
-"""numba kernels of the LSM store: the all-tables filter probe and the data-block codec.
-
-Probe directory (``meta``, int64) -- one array per store version, built by
-:mod:`bloomdb.lsm.directory`::
-
-    meta[0]              number of L0 slots (slots 0 .. n0-1, newest table first)
-    meta[1]              number of further levels described below (L1, L2, ...)
-    meta[2 + 2j]         first slot of level j+1
-    meta[3 + 2j]         number of slots of level j+1 (tables sorted by key, non-overlapping)
-    meta[C_CHECKS]       counter: filter probes done
-    meta[C_USEFUL]       counter: probes that said "definitely not" (the read was saved)
-    meta[C_POSITIVE]     counter: probes that said "may contain"
-    meta[W32_BASE]       32-bit index where the filter words start (same array, viewed as uint32)
-    meta[BYTE_BASE]      byte index where the key bounds start (same array, viewed as uint8)
-    meta[SLOTS + 12s ..] slot s: kind, word offset (or partition table index), lines (or
-                         partition count, or words reserved), k, then for the min key and the
-                         max key each: its two big-endian prefix words (read as uint64), its
-                         byte offset into the array and its length
-    partition entry      (``PSTRIDE`` words, for kind PARTITIONED) last key's two prefix words,
-                         last key offset, length, state, word offset, lines (or words
-                         reserved), k
-
-Slot kinds: NONE (no usable filter: none, or damaged -- fail open, not counted), BLOCKED (a
-``blocked`` filter's words at 32-bit index ``offset``), OTHER (another family: Python asks it),
-LAZY (the filter is not read yet: Python reads it on this first lookup, see
-:mod:`bloomdb.lsm.directory`), PARTITIONED (per-partition states P_LAZY, P_LOADED, P_OTHER,
-P_DAMAGED; the kernel finds the partition by its last key). The probe returns ``-slot - 2`` for
-"Python decides". A slot is a candidate only when ``min key <= key <= max key`` (full bytewise
-comparison), so a lookup probes at most one table per level below L0.
+"""numba kernels of SSTable data blocks and key order: the block codec and the bytewise key
+comparisons every layer above shares (the table index search, the probe directory, compaction).
 
 Data block (see docs/formats.md): entries ``varint shared, varint unshared, varint vlen,
 key[shared:], value`` over internal keys (user key + 8-byte little-endian ``seq << 8 | type``),
@@ -39,21 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-
-from ..filters._blocked_kernels import check_bits, line_word
-from ..hashing._kernels import xxh3_64_bytes
-
-SLOTS = 24
-STRIDE = 12
-PSTRIDE = 8
-NONE, BLOCKED, OTHER, LAZY, PARTITIONED = 0, 1, 2, 3, 4  # slot kinds
-P_LAZY, P_LOADED, P_OTHER, P_DAMAGED = 0, 1, 2, 3  # partition states
-MAX_LEVELS = 9
-C_CHECKS = 20
-C_USEFUL = 21
-C_POSITIVE = 22
-W32_BASE = 18
-BYTE_BASE = 19
 
 ST_MISSING = 0
 ST_VALUE = 1
@@ -128,121 +86,6 @@ def _first_not_below(meta, u64, bounds, key, kstart, klen, k0, k1, first, stride
         else:
             hi = mid
     return lo
-
-
-@njit(cache=True, nogil=True)
-def _probe(meta, u64, words, bounds, h, key, kstart, klen, start):
-    """The probe loop. A ``blocked`` v1 filter is checked by that family's own kernel
-    (:func:`bloomdb.filters._blocked_kernels.check_bits` on its words inside this array, numba
-    inlines it); the bound searches share :func:`_first_not_below` (measured: no slower than
-    inline at 1M keys).
-
-    Key comparisons go by the two big-endian prefix words first (``k0``, ``k1`` of the key
-    against the words stored per bound): one or two integer compares instead of a byte loop."""
-    n0 = meta[0]
-    nlev = meta[1]
-    g0 = h >> np.uint64(32)
-    k0, k1 = key_words(key, kstart, klen)
-    # slot order: L0 slots newest first, then for each level the one table whose range may hold key
-    j = -1  # -1: L0, else level index
-    s = start
-    while True:
-        if j < 0:
-            if s >= n0:
-                j = 0
-                continue
-            cand = s
-            s += 1
-        else:
-            if j >= nlev:
-                return -1
-            s0 = meta[2 + 2 * j]
-            c = meta[3 + 2 * j]
-            j += 1
-            if c == 0 or s0 + c <= start:
-                continue
-            # first table whose max key >= key
-            cand = s0 + _first_not_below(meta, u64, bounds, key, kstart, klen, k0, k1, SLOTS + s0 * STRIDE + 8, STRIDE, c)
-            if cand < start or cand >= s0 + c:
-                continue
-        base = SLOTS + cand * STRIDE
-        # key >= min key ?
-        r = -_wcmp(u64[base + 4], u64[base + 5], k0, k1)
-        if r == -2:
-            r = _tail_cmp(key, kstart, klen, bounds, meta[base + 6], meta[base + 7])
-        if r < 0:
-            continue
-        # key <= max key ?
-        r = -_wcmp(u64[base + 8], u64[base + 9], k0, k1)
-        if r == -2:
-            r = _tail_cmp(key, kstart, klen, bounds, meta[base + 10], meta[base + 11])
-        if r > 0:
-            continue
-        kind = meta[base]
-        if kind == NONE:
-            return cand  # no usable filter (none, or damaged: fail open)
-        if kind == OTHER or kind == LAZY:
-            return -cand - 2  # Python asks (another family) or loads the filter first
-        if kind == PARTITIONED:
-            pt = meta[base + 1]
-            # first partition whose last key >= key
-            lo = _first_not_below(meta, u64, bounds, key, kstart, klen, k0, k1, pt, PSTRIDE, meta[base + 2])
-            if lo == meta[base + 2]:  # beyond the last partition: not here
-                meta[C_CHECKS] += 1
-                meta[C_USEFUL] += 1
-                continue
-            e = pt + lo * PSTRIDE
-            st = meta[e + 4]
-            if st == P_DAMAGED:
-                return cand
-            if st != P_LOADED:
-                return -cand - 2
-            woff = meta[e + 5]
-            nlines = meta[e + 6]
-            k = meta[e + 7]
-        else:
-            woff = meta[base + 1]
-            nlines = meta[base + 2]
-            k = meta[base + 3]
-        meta[C_CHECKS] += 1
-        # the blocked family's own kernel, on its words at 32-bit index woff of this array
-        if check_bits(words, line_word(h, np.uint64(nlines)) + np.uint64(woff), g0, k):
-            meta[C_POSITIVE] += 1
-            return cand
-        meta[C_USEFUL] += 1
-
-
-@njit(cache=True, nogil=True)
-def probe(directory, key, start):
-    """First slot ``>= start`` that may hold ``key`` (range and filter), ``-1`` when none, or
-    ``-slot - 2`` when Python must decide for ``slot`` (a filter to load, or of another family:
-    :meth:`directory.Directory.check`). One hash per call.
-
-    ``directory`` is the whole probe structure in one int64 array (fewer arguments: numba's
-    dispatch costs ~0.1 us per array argument): the ``meta`` words, then the filters' 32-bit
-    words from 32-bit index ``directory[W32_BASE]``, then the key bounds from byte
-    ``directory[BYTE_BASE]``; the offsets stored in ``meta`` are already absolute.
-    """
-    n = len(key)
-    return _probe(directory, directory.view(np.uint64), directory.view(np.uint32), directory.view(np.uint8),
-                  xxh3_64_bytes(key, 0, n), key, 0, n, start)
-
-
-@njit(cache=True, nogil=True)
-def probe_many(directory, data, offsets, out):
-    """``out[i]`` = :func:`probe` of key ``i`` (Arrow layout) from slot 0."""
-    u64 = directory.view(np.uint64)
-    words = directory.view(np.uint32)
-    bounds = directory.view(np.uint8)
-    for i in range(offsets.shape[0] - 1):
-        s = offsets[i]
-        n = offsets[i + 1] - s
-        out[i] = _probe(directory, u64, words, bounds, xxh3_64_bytes(data, s, n), data, s, n, 0)
-
-
-# ------------------------------------------------------------------------------------------
-# data blocks
-# ------------------------------------------------------------------------------------------
 
 
 @njit(cache=True, nogil=True)
@@ -575,59 +418,6 @@ def decode_into(buf, offs, sizes, kdata, koff, trailers, vdata, voff, first):
 
 
 @njit(cache=True, nogil=True)
-def _before(kdata, koff, trailers, i, j):
-    """Entry ``i`` sorts before entry ``j``: smaller user key, or same key and newer sequence."""
-    c = _cmp(kdata, koff[i], koff[i + 1] - koff[i], kdata, koff[j], koff[j + 1] - koff[j])
-    if c != 0:
-        return c < 0
-    return (trailers[i] >> np.uint64(8)) > (trailers[j] >> np.uint64(8))
-
-
-@njit(cache=True, nogil=True)
-def merge_runs(kdata, koff, trailers, run_starts, smallest_snapshot, bottom):
-    """k-way merge of sorted runs (entries ``run_starts[r]..run_starts[r+1]``) with the
-    compaction drop rules; returns the indexes of the kept entries in merged order.
-
-    A version is dropped when a newer version of its key has sequence ``<= smallest_snapshot``;
-    a deletion with sequence ``<= smallest_snapshot`` is dropped when ``bottom``.
-    Cost: O(n * runs) key comparisons (runs are few).
-    """
-    nruns = run_starts.shape[0] - 1
-    heads = run_starts[:-1].copy()
-    n = run_starts[nruns]
-    out = np.empty(n, np.int64)
-    m = 0
-    last = -1
-    last_seq = np.uint64(0)
-    have_last = False
-    snap = np.uint64(smallest_snapshot)
-    while True:
-        best = -1
-        for r in range(nruns):
-            if heads[r] < run_starts[r + 1]:
-                if best < 0 or _before(kdata, koff, trailers, heads[r], heads[best]):
-                    best = r
-        if best < 0:
-            break
-        i = heads[best]
-        heads[best] += 1
-        same = have_last and _cmp(kdata, koff[i], koff[i + 1] - koff[i], kdata, koff[last], koff[last + 1] - koff[last]) == 0
-        if not same:
-            have_last = False
-        seq = trailers[i] >> np.uint64(8)
-        drop = have_last and last_seq <= snap
-        if not drop and bottom and (trailers[i] & np.uint64(0xFF)) == np.uint64(0) and seq <= snap:
-            drop = True
-        have_last = True
-        last_seq = seq
-        last = i
-        if not drop:
-            out[m] = i
-            m += 1
-    return out[:m]
-
-
-@njit(cache=True, nogil=True)
 def gather(data, off, idx):
     """Packed ``data``/``off`` items ``idx`` (in that order) as a new packed pair."""
     total = 0
@@ -643,23 +433,3 @@ def gather(data, off, idx):
         p += b - a
         o[j + 1] = p
     return out, o
-
-
-@njit(cache=True, nogil=True)
-def split_points(kdata, koff, voff, table_bytes):
-    """End indexes of output tables of about ``table_bytes``, never between versions of a key."""
-    n = koff.shape[0] - 1
-    ends = np.empty(n + 1, np.int64)
-    m = 0
-    size = 0
-    for i in range(n):
-        size += (koff[i + 1] - koff[i]) + (voff[i + 1] - voff[i]) + 12
-        if size >= table_bytes and i + 1 < n:
-            if _cmp(kdata, koff[i], koff[i + 1] - koff[i], kdata, koff[i + 1], koff[i + 2] - koff[i + 1]) != 0:
-                ends[m] = i + 1
-                m += 1
-                size = 0
-    if n > 0:
-        ends[m] = n
-        m += 1
-    return ends[:m]

@@ -1,24 +1,24 @@
 """The probe directory of a version: every table's key range and filter in one int64 array, for
-the probe kernel (:func:`_lsm_kernels.probe`), with filters loaded lazily.
+the probe kernel (:func:`._probe_kernels.probe`), with filters loaded lazily.
 
-Layout (``K.SLOTS``/``K.STRIDE``/``K.PSTRIDE`` words; see :mod:`._lsm_kernels`): the header, one
+Layout (the named words of :mod:`.layout`): the header, one
 ``STRIDE``-word slot per table, the partition tables of partitioned tables, the filters' 32-bit
 words, then the key bounds' bytes.
 
 Lazy loading: building a directory reads no filter. A table whose filter is not loaded yet gets
-slot kind ``K.LAZY`` with room reserved for its words (the filter block's size); the kernel
+slot kind ``L.LAZY`` with room reserved for its words (the filter block's size); the kernel
 hands such a slot to Python (``-slot - 2``), which reads the filter (the table keeps it), copies
 the words of a filter the kernel can check (:func:`kernel_words`) into the reserved room and flips
-the slot to ``K.BLOCKED`` (words first, kind last, so a concurrent kernel never sees a
+the slot to ``L.BLOCKED`` (words first, kind last, so a concurrent kernel never sees a
 half-written filter). A table with
-partitioned filters gets kind ``K.PARTITIONED`` and a partition table; each partition is read on
+partitioned filters gets kind ``L.PARTITIONED`` and a partition table; each partition is read on
 the first lookup that needs it and copied in the same way. Filters of other families (and a
 table whose filter turned out partitioned) make the directory rebuild once; their checks stay in
 Python, where the filter answers through its public contract (:meth:`Filter.might_contain_many`
 of the keys: the family hashes the keys its own way -- XXH3, XXH64, LevelDB's hash -- so the store never
 assumes one hash or one layout). A table's filter says which family it is in its own
 self-describing bytes, so tables written under other options are read correctly. A damaged
-filter fails open: kind ``K.NONE`` (no check counted). Counters survive a
+filter fails open: kind ``L.NONE`` (no check counted). Counters survive a
 rebuild (a kernel still running on the old array may lose a few increments: statistics only).
 
 Cost: building is O(tables + loaded filter words); a table's first lookup reads its filter once.
@@ -30,11 +30,11 @@ import threading
 
 import numpy as np
 
-from ..filters.probe import BLOCKED_V1
-from . import _lsm_kernels as K
+from ...filters.probe import BLOCKED_V1
+from . import layout as L
 
 #: The (family tag, format version) whose own probe kernel (``_blocked_kernels.check_bits``) the
-#: probe kernel calls (:func:`_lsm_kernels._probe`), keyed by the store's batch hash (XXH3-64 of
+#: probe kernel calls (:func:`._probe_kernels._probe`), keyed by the store's batch hash (XXH3-64 of
 #: the key bytes, computed once per key by the kernel). Every other pair is asked in Python
 #: through its public contract.
 KERNEL_FAMILY = BLOCKED_V1
@@ -92,7 +92,7 @@ class Directory:
         for r in slots:
             plan = self._plan(r.table)
             plans.append(plan)
-            if plan[0] == K.PARTITIONED:
+            if plan[0] == L.PARTITIONED:
                 nparts += len(plan[5])
                 nwords += sum(w.shape[0] if w is not None else res for w, res, _, _ in plan[5])
             else:
@@ -100,10 +100,10 @@ class Directory:
         bounds = []  # per slot: min key, max key, then its partitions' last keys
         for r, plan in zip(slots, plans):
             bounds += (r.info.min_key, r.info.max_key)
-            if plan[0] == K.PARTITIONED:
+            if plan[0] == L.PARTITIONED:
                 bounds += r.table.partitions[0]
         bnd = b"".join(bounds)
-        m = K.SLOTS + K.STRIDE * nslots + K.PSTRIDE * nparts
+        m = L.SLOTS + L.STRIDE * nslots + L.PSTRIDE * nparts
         w64 = (nwords + 1) // 2
         d = np.zeros(m + w64 + (len(bnd) + 7) // 8 + 1, np.int64)
         u64 = d.view(np.uint64)
@@ -111,70 +111,70 @@ class Directory:
         base32 = 2 * m
         byte_base = 8 * (m + w64)
         d.view(np.uint8)[byte_base : byte_base + len(bnd)] = np.frombuffer(bnd, np.uint8)
-        d[0] = len(self.levels[0])
-        d[1] = len(self.levels) - 1
+        d[L.N_L0] = len(self.levels[0])
+        d[L.NUM_LEVELS] = len(self.levels) - 1
         s = len(self.levels[0])
         for j in range(1, len(self.levels)):
-            d[2 + 2 * (j - 1)] = s
-            d[3 + 2 * (j - 1)] = len(self.levels[j])
+            d[L.LEVEL_FIRST + 2 * (j - 1)] = s
+            d[L.LEVEL_COUNT + 2 * (j - 1)] = len(self.levels[j])
             s += len(self.levels[j])
-        d[K.W32_BASE] = base32
-        d[K.BYTE_BASE] = byte_base
+        d[L.W32_BASE] = base32
+        d[L.BYTE_BASE] = byte_base
         if counters is not None:
-            d[K.C_CHECKS : K.C_POSITIVE + 1] = counters
+            d[L.C_CHECKS : L.C_POSITIVE + 1] = counters
         woff = base32
         boff = byte_base
-        pt = K.SLOTS + K.STRIDE * nslots
+        pt = L.SLOTS + L.STRIDE * nslots
         for i, r in enumerate(slots):
-            b = K.SLOTS + K.STRIDE * i
+            b = L.SLOTS + L.STRIDE * i
             kind, words, reserve, lines, k, parts = plans[i]
             mn, mx = r.info.min_key, r.info.max_key
-            u64[b + 4 : b + 6] = prefix_words(mn)
-            d[b + 6 : b + 8] = (boff, len(mn))
-            u64[b + 8 : b + 10] = prefix_words(mx)
-            d[b + 10 : b + 12] = (boff + len(mn), len(mx))
+            u64[b + L.S_MIN_W : b + L.S_MIN_W + 2] = prefix_words(mn)
+            d[b + L.S_MIN_OFF], d[b + L.S_MIN_LEN] = boff, len(mn)
+            u64[b + L.S_MAX_W : b + L.S_MAX_W + 2] = prefix_words(mx)
+            d[b + L.S_MAX_OFF], d[b + L.S_MAX_LEN] = boff + len(mn), len(mx)
             boff += len(mn) + len(mx)
-            if kind == K.PARTITIONED:
-                d[b + 1] = pt
-                d[b + 2] = len(parts)
+            if kind == L.PARTITIONED:
+                d[b + L.S_WOFF] = pt
+                d[b + L.S_LINES] = len(parts)
                 for (w, res, plines_or_state, pk), last in zip(parts, r.table.partitions[0]):
-                    u64[pt : pt + 2] = prefix_words(last)
-                    d[pt + 2] = boff
-                    d[pt + 3] = len(last)
+                    u64[pt + L.P_LAST_W : pt + L.P_LAST_W + 2] = prefix_words(last)
+                    d[pt + L.P_LAST_OFF] = boff
+                    d[pt + L.P_LAST_LEN] = len(last)
                     boff += len(last)
-                    d[pt + 5] = woff
+                    d[pt + L.P_WOFF] = woff
                     if w is not None:
                         w32[woff : woff + w.shape[0]] = w
-                        d[pt + 6] = plines_or_state
-                        d[pt + 7] = pk
-                        d[pt + 4] = K.P_LOADED
+                        d[pt + L.P_LINES] = plines_or_state
+                        d[pt + L.P_K] = pk
+                        d[pt + L.P_STATE] = L.P_LOADED
                         woff += w.shape[0]
                     else:
-                        d[pt + 4] = plines_or_state  # K.P_LAZY, K.P_OTHER or K.P_DAMAGED
-                        d[pt + 6] = res
+                        d[pt + L.P_STATE] = plines_or_state  # L.P_LAZY, L.P_OTHER or L.P_DAMAGED
+                        d[pt + L.P_LINES] = res
                         woff += res
-                    pt += K.PSTRIDE
-            elif kind == K.BLOCKED:
+                    pt += L.PSTRIDE
+            elif kind == L.BLOCKED:
                 w32[woff : woff + words.shape[0]] = words
-                d[b + 1] = woff
-                d[b + 2] = lines
-                d[b + 3] = k
+                d[b + L.S_WOFF] = woff
+                d[b + L.S_LINES] = lines
+                d[b + L.S_K] = k
                 woff += words.shape[0]
-            elif kind == K.LAZY:
-                d[b + 1] = woff
-                d[b + 2] = reserve
+            elif kind == L.LAZY:
+                d[b + L.S_WOFF] = woff
+                d[b + L.S_LINES] = reserve
                 woff += reserve
-            d[b] = kind
+            d[b + L.S_KIND] = kind
         return d
 
     def _plan(self, t):
         """How the slot of table ``t`` is laid out: ``(kind, words, reserve, lines, k, partitions)``
         with, for a partitioned table, per partition ``(words, reserve, lines, k)`` when loaded
-        and ``(None, reserve, state, 0)`` when not (``K.P_LAZY``, ``K.P_OTHER``, ``K.P_DAMAGED``)."""
+        and ``(None, reserve, state, 0)`` when not (``L.P_LAZY``, ``L.P_OTHER``, ``L.P_DAMAGED``)."""
         if t.filter_bytes == 0:
-            return K.NONE, None, 0, 0, 0, None
+            return L.NONE, None, 0, 0, 0, None
         if not t.filter_loaded:
-            return K.LAZY, None, _reserve(t.filter_bytes), 0, 0, None
+            return L.LAZY, None, _reserve(t.filter_bytes), 0, 0, None
         f = t.filter()
         if t.partitions is not None:
             parts = []
@@ -185,18 +185,18 @@ class Directory:
                     w, lines, k = kw
                     parts.append((w, 0, int(lines), k))
                 else:
-                    state = K.P_LAZY if pf is None else K.P_OTHER
+                    state = L.P_LAZY if pf is None else L.P_OTHER
                     if pf is False:
-                        state = K.P_DAMAGED
+                        state = L.P_DAMAGED
                     parts.append((None, _reserve(size), state, 0))
-            return K.PARTITIONED, None, 0, 0, 0, parts
+            return L.PARTITIONED, None, 0, 0, 0, parts
         kw = kernel_words(f)
         if kw is not None:
             w, lines, k = kw
-            return K.BLOCKED, w, 0, int(lines), k, None
+            return L.BLOCKED, w, 0, int(lines), k, None
         if f is None:  # damaged: fail open
-            return K.NONE, None, 0, 0, 0, None
-        return K.OTHER, None, 0, 0, 0, None
+            return L.NONE, None, 0, 0, 0, None
+        return L.OTHER, None, 0, 0, 0, None
 
     # -- the Python side of a probe -----------------------------------------------------------
     def check(self, s: int, key: bytes):
@@ -209,10 +209,10 @@ class Directory:
         ``might_contain_many`` call per filter (the table's, or each partition's that holds some
         of the keys) instead of one call per key."""
         t = self.slots[s].table
-        b = K.SLOTS + K.STRIDE * s
-        if self.array[b] == K.LAZY:
+        b = L.SLOTS + L.STRIDE * s
+        if self.array[b + L.S_KIND] == L.LAZY:
             with self._lock:
-                if self.array[b] == K.LAZY:
+                if self.array[b + L.S_KIND] == L.LAZY:
                     self._load_table(s, t, b)
         if t.partitions is None:
             f = t.filter()
@@ -236,39 +236,39 @@ class Directory:
         kw = kernel_words(f)
         if kw is not None:
             w, lines, k = kw
-            if w.shape[0] <= d[b + 2]:
+            if w.shape[0] <= d[b + L.S_LINES]:
                 w32 = d.view(np.uint32)
-                off = d[b + 1]
+                off = d[b + L.S_WOFF]
                 w32[off : off + w.shape[0]] = w
-                d[b + 2] = int(lines)
-                d[b + 3] = k
-                d[b] = K.BLOCKED  # last: the kernel reads the kind first
+                d[b + L.S_LINES] = int(lines)
+                d[b + L.S_K] = k
+                d[b + L.S_KIND] = L.BLOCKED  # last: the kernel reads the kind first
                 return
         if f is None and t.partitions is None:
-            d[b] = K.NONE
+            d[b + L.S_KIND] = L.NONE
             return
         # another family, or partitioned: lay the directory out again, once
-        self.array = self._build(d[K.C_CHECKS : K.C_POSITIVE + 1].copy())
+        self.array = self._build(d[L.C_CHECKS : L.C_POSITIVE + 1].copy())
 
     def _partition(self, s, t, i: int):
         """Partition ``i`` of slot ``s``'s table, read on first use (``None``: damaged); a
         partition the kernel can check is copied into the directory for the next lookups."""
         f = t.partition_filter(i)
         d = self.array
-        b = K.SLOTS + K.STRIDE * s
-        if d[b] == K.PARTITIONED:
-            e = d[b + 1] + K.PSTRIDE * i
+        b = L.SLOTS + L.STRIDE * s
+        if d[b + L.S_KIND] == L.PARTITIONED:
+            e = d[b + L.S_WOFF] + L.PSTRIDE * i
             with self._lock:
-                if d[e + 4] == K.P_LAZY:
+                if d[e + L.P_STATE] == L.P_LAZY:
                     kw = kernel_words(f)
                     if kw is not None:
                         w, lines, k = kw
-                        if w.shape[0] <= d[e + 6]:
+                        if w.shape[0] <= d[e + L.P_LINES]:
                             w32 = d.view(np.uint32)
-                            w32[d[e + 5] : d[e + 5] + w.shape[0]] = w
-                            d[e + 6] = int(lines)
-                            d[e + 7] = k
-                            d[e + 4] = K.P_LOADED  # last
+                            w32[d[e + L.P_WOFF] : d[e + L.P_WOFF] + w.shape[0]] = w
+                            d[e + L.P_LINES] = int(lines)
+                            d[e + L.P_K] = k
+                            d[e + L.P_STATE] = L.P_LOADED  # last
                     else:
-                        d[e + 4] = K.P_DAMAGED if f is None else K.P_OTHER
+                        d[e + L.P_STATE] = L.P_DAMAGED if f is None else L.P_OTHER
         return f

@@ -1,0 +1,58 @@
+"""The LSM store's layers import only downwards (issue 14): ``lsm/sstable/`` and ``lsm/probe/``
+never import a module of the parent ``lsm`` package, and the kernels of each layer live in it."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+
+import pytest
+
+import bloomdb.lsm
+from bloomdb.lsm.options import MAX_LEVELS
+from bloomdb.lsm.probe import layout
+
+LSM = pathlib.Path(bloomdb.lsm.__file__).parent
+#: The parent package's modules a layer folder may still use (compaction edits versions; the
+#: version set that will own them is issue 14's next step).
+ALLOWED_UP = {"sstable": set(), "probe": set(), "compaction": {"version"}}
+
+
+def _parent_imports(path: pathlib.Path) -> set[str]:
+    """Modules of the parent ``lsm`` package that ``path`` (one folder down) imports."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 2:
+            if node.module:
+                out.add(node.module.split(".")[0])
+            else:
+                out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("bloomdb.lsm."):
+            out.add(node.module.split(".")[2])
+    return out
+
+
+@pytest.mark.parametrize("layer", sorted(ALLOWED_UP))
+def test_a_layer_imports_only_downwards(layer):
+    siblings = set(ALLOWED_UP) - {layer}
+    for path in sorted((LSM / layer).glob("*.py")):
+        up = _parent_imports(path) - siblings - ALLOWED_UP[layer]
+        assert not up, f"{path.name} imports the parent lsm package's {sorted(up)}"
+        if layer == "sstable":  # the lowest layer: no other layer either
+            assert not (_parent_imports(path) & siblings), path.name
+
+
+def test_probe_does_not_import_compaction_and_the_kernels_are_split_by_job():
+    for path in (LSM / "probe").glob("*.py"):
+        assert "compaction" not in _parent_imports(path), path.name
+    assert not (LSM / "_lsm_kernels.py").exists()
+
+
+def test_the_directory_header_has_room_for_every_level():
+    assert MAX_LEVELS - 1 <= layout.MAX_LISTED_LEVELS
+    names = [n for n in dir(layout) if n.startswith(("S_", "P_")) and n not in ("P_LAZY", "P_LOADED", "P_OTHER", "P_DAMAGED")]
+    slot = sorted(getattr(layout, n) for n in names if n.startswith("S_"))
+    assert max(slot) + 1 == layout.STRIDE and max(getattr(layout, n) for n in names if n.startswith("P_")) + 1 == layout.PSTRIDE
+    # the bound search reads a bound's prefix words, then its offset and length (sstable._block_kernels._first_not_below)
+    assert layout.S_MAX_OFF == layout.S_MAX_W + 2 and layout.S_MAX_LEN == layout.S_MAX_W + 3
+    assert (layout.P_LAST_W, layout.P_LAST_OFF, layout.P_LAST_LEN) == (0, 2, 3)
