@@ -10,12 +10,15 @@ Durability: a write is appended to the WAL (one record per batch) before it is a
 ``sync=True`` the WAL is fsynced before the call returns. Any I/O failure while writing the WAL,
 a table or the manifest puts the store in an error state: later writes raise the error (reads
 keep working) -- after a failed fsync the file's state is unknown, so nothing may be built on it.
+
+Layers: the store's history -- the manifest, file numbers, the current version and the recovery of
+the table set -- is :class:`~.version_set.VersionSet`'s; :class:`DB` routes calls, owns the WAL,
+the memtables, the background thread and the read path (the probe layer, :mod:`.probe`).
 """
 
 from __future__ import annotations
 
 import os
-import re
 import threading
 import weakref
 from collections import Counter
@@ -26,7 +29,6 @@ import numpy as np
 from ..checksum import crc32c
 from ..errors import BloomDBError, CorruptionError, InvalidArgument, KeyTypeError
 from . import identity, scan, wal
-from . import manifest as mf
 from .compaction import executor, policy
 from .fs import RealFS
 from .memtable import MemTable
@@ -35,15 +37,13 @@ from .probe import _probe_kernels as K
 from .probe import layout
 from .sstable import DELETED, MISSING, Table
 from .sstable.builder import build_table_arrays, pack_bytes
-from .sstable.footer import decode_footer
 from .sstable.reader import BlockCache
 from .version import TableRef, Version
+from .version_set import VersionSet
 
 MAX_SEQ = (1 << 56) - 1
-_RESERVE = 64  # file numbers reserved per manifest write (see DB._new_file_number)
 _PUT_HEAD = wal.PUT_HEAD
 _U32 = wal._U32
-_OWN_RE = re.compile(r"^(\d{6,})(\.sst|\.sst\.tmp|\.log)$")  # the names of tables and logs
 
 
 def _key(key: Any) -> bytes:
@@ -160,6 +160,7 @@ class DB:
         self._true_positive = 0
         self._probe_base = np.zeros(3, np.int64)
         self._lockfile = None
+        self._vs = VersionSet(self._fs, path, self._cache)
         fs = self._fs
         kind = identity.inspect(fs, path)  # raises for a folder that is not ours and not empty
         exists = kind in (identity.STORE, identity.LEGACY)
@@ -208,57 +209,21 @@ class DB:
     def _file(self, name: str) -> str:
         return os.path.join(self.path, name)
 
+    @property
+    def _version(self) -> Version:
+        """The current version (owned by the version set)."""
+        return self._vs.current
+
     def _recover(self, exists: bool, legacy: bool = False) -> None:
-        """Load the manifest, replay the logs into a table, start a new log, save the manifest,
-        and delete what the manifest history proves obsolete -- nothing else: a ``NNNNNN.sst``
-        or ``.log`` numbered at or above the manifest's ``next_file`` was never reserved by this
-        store (:meth:`_new_file_number`), so it is left alone and never written over (``legacy``:
-        a store from before reservations, whose newest log may lie there: it is replayed)."""
+        """Recover the table set (:meth:`VersionSet.recover`: manifest, tables, obsolete files),
+        replay the logs it names into a table, start a new log and save the manifest."""
         fs = self._fs
-        mpath = self._file("MANIFEST")
-        state = mf.decode(fs.read_all(mpath), mpath) if exists else mf.ManifestState()
-        self._next_file = state.next_file
-        self._reserved = state.next_file  # numbers below it were reserved by a durable manifest
-        self._manifest_log = state.log_number
-        refs = []
-        live = set()
-        for level, info in state.tables:
-            p = executor.table_path(self.path, info.number)
-            if not fs.exists(p):
-                raise CorruptionError(f"table {info.number:06d}.sst listed in the manifest is missing", mpath)
-            t = Table(fs, p, info.number, self._cache)
-            if t.file_size != info.file_size:
-                raise CorruptionError(f"size {t.file_size} differs from the manifest's {info.file_size}", p)
-            refs.append(TableRef(level, info, t))
-            live.add(info.number)
-        levels = [[] for _ in range(MAX_LEVELS)]
-        for r in refs:
-            levels[r.level].append(r)
-        self._version = Version(levels)
-        seq = max([state.last_seq] + [r.info.max_seq for r in refs])
-        logs = []
-        for name in fs.listdir(self.path):
-            m = _OWN_RE.match(name)
-            if m is None:
-                if name == "MANIFEST.tmp":
-                    fs.remove(self._file(name))  # the manifest's own temporary file
-                continue
-            n, suffix = int(m.group(1)), m.group(2)
-            if n >= state.next_file:  # never reserved by this store's manifest: not provably ours
-                self._next_file = max(self._next_file, n + 1)  # and never written over
-                if suffix == ".log" and legacy:
-                    logs.append(n)  # a store from before reservations: its newest log (replayed)
-            elif suffix == ".sst.tmp" or (suffix == ".sst" and n not in live and self._is_table(name)):
-                fs.remove(self._file(name))  # an interrupted output, or an obsolete input
-            elif suffix == ".log" and n < state.log_number:
-                if wal.is_log(fs.read_all(self._file(name))):
-                    fs.remove(self._file(name))  # a log whose memtable was flushed
-            elif suffix == ".log":
-                logs.append(n)
+        vs = self._vs
+        logs = vs.recover(exists, legacy)
+        seq = vs.last_seq
         mem = MemTable()
         damage: list[int] = []
-        for n in sorted(logs):
-            self._next_file = max(self._next_file, n + 1)
+        for n in logs:
             if damage:
                 continue  # paranoid_checks=False stopped at damage: later writes are not replayed
             p = self._file(f"{n:06d}.log")
@@ -269,47 +234,25 @@ class DB:
         self._seq = seq
         if len(mem):
             info = self._write_table(mem, 0)
-            self._version = self._version.apply(set(), [info])
+            vs.current = vs.current.apply(set(), [info])  # made durable by the save below
         log_number = self._new_file_number()
         self._log = wal.LogWriter(fs, self._file(f"{log_number:06d}.log"), log_number, self.options.wal_buffer_bytes)
         self._mem = MemTable(log_number)
         self._imm = None
-        self._save_manifest(log_number)
+        vs.save(log_number, self._seq)
         for n in logs:
             fs.remove(self._file(f"{n:06d}.log"))
-        self._state = (self._mem, None, self._version)
-
-    def _is_table(self, name: str) -> bool:
-        """Whether ``name`` ends in this store's table footer (magic and CRC32C)."""
-        try:
-            decode_footer(self._fs.read_all(self._file(name)), name)
-        except CorruptionError:
-            return False
-        return True
+        self._state = (self._mem, None, vs.current)
 
     def _new_file_number(self) -> int:
-        """A new file number, reserved by a durable manifest before it is returned: the manifest
-        records ``next_file`` ahead of every number in use (``_RESERVE`` at a time, one manifest
-        write per ``_RESERVE`` files), so recovery can prove that a table or log numbered below
-        it was written by this store (and may delete it) and that one above it was not."""
+        """A new file number reserved by a durable manifest (:meth:`VersionSet.new_file_number`);
+        a failed manifest write stops writes (:meth:`_fail`) and raises."""
         with self._lock:
-            n = self._next_file
-            self._next_file += 1
-            if n >= self._reserved:
-                self._reserved = n + _RESERVE
-                try:
-                    self._save_manifest(self._manifest_log)
-                except BaseException as e:
-                    self._reserved = n
-                    self._fail(e)
-                    raise
-            return n
-
-    def _save_manifest(self, log_number: int) -> None:
-        tables = [(r.level, r.info) for r in self._version.all_refs()]
-        state = mf.ManifestState(max(self._reserved, self._next_file), self._seq, log_number, tables)
-        self._fs.write_atomic(self._file("MANIFEST"), mf.encode(state))
-        self._manifest_log = log_number
+            try:
+                return self._vs.new_file_number(self._seq)
+            except BaseException as e:
+                self._fail(e)
+                raise
 
     def _write_table(self, mem: MemTable, level: int) -> TableRef:
         kd, ko, trs, vd, vo = mem.table_arrays()
@@ -509,17 +452,11 @@ class DB:
     def _install(self, deleted: set[int], added: list[TableRef], drop_imm: bool = False) -> None:
         """Make the edit durable (manifest) and visible (one state swap); then delete old files."""
         with self._lock:
-            new = self._version.apply(deleted, added)
-            old = self._version
-            self._version = new
             # logs older than the oldest unflushed memtable's are obsolete (not the current
             # memtable's: a compaction may finish while an immutable memtable awaits its flush)
             live_log = self._mem.log_number if (drop_imm or self._imm is None) else self._imm.log_number
-            try:
-                self._save_manifest(live_log)
-            except BaseException:
-                self._version = old
-                raise
+            old = self._vs.log_and_apply(deleted, added, live_log, self._seq)
+            new = self._vs.current
             if old._probe is not None:
                 self._probe_base += old.refresh_probe()[0][layout.C_CHECKS : layout.C_POSITIVE + 1]
             imm = self._imm
