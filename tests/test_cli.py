@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from bloomdb import filters
 from bloomdb.bench import filter_bench as fb
 from bloomdb.cli.main import main
 
@@ -157,3 +158,21 @@ def test_calc_shows_the_k_each_family_uses(capsys):
     assert main(["calc", "--keys", "10", "--fpr", "0.01", "--bytes", "1"]) == 0
     sbbf = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("sbbf")][0].split()
     assert sbbf[4] == "8"  # split-block Bloom sets one bit in each of 8 words, whatever the size
+
+
+def test_filter_bench_and_calc_know_scalable(capsys):
+    """filter-bench lets a scalable filter grow from its own first level; calc sizes its chain."""
+    r = fb.run_one("scalable:0.01", n=50_000, absent=200_000, repeats=1)
+    assert r.fpr < 0.01 and r.expected_fpr < 0.01 and r.bits_per_key > 12  # 6 levels, not one
+    assert main(["filter-bench", "--impl", "scalable", "--bits-per-key", "10", "--keys", "20000",
+                 "--absent", "100000", "--repeats", "1"]) == 0
+    assert "scalable:0.00" in capsys.readouterr().out
+    assert main(["calc", "--keys", "1000000", "--fpr", "0.01"]) == 0
+    row = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("scalable")][0].split()
+    from bloomdb.filters.scalable import ScalableBloom
+
+    bits, k, levels = ScalableBloom.plan(1_000_000, 0.01)
+    g = filters.create("scalable:0.01")
+    g.add_many(range(1_000_000))
+    assert int(row[1].replace(",", "")) == bits == g.num_bits and len(g.levels) == levels
+    assert row[6] == "unlimited"

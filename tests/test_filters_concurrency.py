@@ -22,7 +22,7 @@ MUTABLE = [i.name for i in filters.available() if not i.static]
 
 
 def test_every_mutable_family_is_covered():
-    assert set(MUTABLE) == {"standard", "blocked", "register", "sbbf", "counting", "cuckoo"}
+    assert set(MUTABLE) == {"standard", "blocked", "register", "sbbf", "counting", "cuckoo", "scalable"}
 
 
 def _keys(n: int, seed: int) -> np.ndarray:

@@ -23,7 +23,7 @@ class CalcRow:
     bits_per_key: float
     num_probes: int
     expected_fpr: float
-    keys_that_fit: int
+    keys_that_fit: int  # -1: unlimited (a growing family)
     note: str = ""
 
 
@@ -63,6 +63,9 @@ def calculate(keys: int, fpr: float, size_bytes: int | None = None) -> list[Calc
     rows = []
     for info in filters.available():
         cls = filters.family(info.name)
+        if getattr(cls, "grows", False):
+            rows.append(_growing_row(cls, keys, fpr))
+            continue
         if not getattr(cls, "spec_has_number", True):
             if (row := _fixed_fpr_row(cls, keys, fpr, size_bytes)) is not None:
                 rows.append(row)
@@ -92,6 +95,17 @@ def calculate(keys: int, fpr: float, size_bytes: int | None = None) -> list[Calc
     return rows
 
 
+def _growing_row(cls, keys: int, fpr: float) -> CalcRow:
+    """The row of a family that grows at a fixed target FP rate (``scalable``): its memory after
+    ``keys`` adds (default initial capacity and growth); it holds any number of keys."""
+    try:
+        bits, k, levels = cls.plan(keys, fpr)
+    except BloomDBError as exc:
+        return CalcRow(cls.family, 0, 0, 0.0, 0, float("nan"), 0, str(exc))
+    return CalcRow(cls.family, bits, bits // 8, bits / keys, k, fpr, -1,
+                   f"grows: {levels} levels; FP stays below the target for any number of keys")
+
+
 def _fixed_fpr_row(cls, keys: int, fpr: float, size_bytes: int | None) -> CalcRow | None:
     """The row of a static family whose FP rate and size follow from the key count alone
     (``fuse8``/``fuse16``): none when its FP rate is above ``fpr``. It holds exactly the keys it
@@ -112,6 +126,10 @@ def _fixed_fpr_row(cls, keys: int, fpr: float, size_bytes: int | None) -> CalcRo
     return CalcRow(cls.family, bits, -(-bits // 8), bits / keys, 3, expected, fit, "static: size set by the keys")
 
 
+def _fit(n: int) -> str:
+    return "unlimited" if n < 0 else f"{n:,}"
+
+
 def format_rows(rows: list[CalcRow], keys: int, fpr: float, size_bytes: int | None) -> str:
     head = f"{'family':<10}{'bits':>14}{'bytes':>14}{'bits/key':>10}{'k':>4}{'expected FPR':>14}{'keys that fit':>15}"
     title = f"{keys:,} keys at FP rate {fpr:g}" + (f", {size_bytes:,} bytes" if size_bytes else "")
@@ -119,7 +137,7 @@ def format_rows(rows: list[CalcRow], keys: int, fpr: float, size_bytes: int | No
     for r in rows:
         lines.append(
             f"{r.family:<10}{r.bits:>14,}{r.bytes:>14,}{r.bits_per_key:>10.2f}{r.num_probes:>4}"
-            f"{100 * r.expected_fpr:>13.4f}%{r.keys_that_fit:>15,} {r.note}"
+            f"{100 * r.expected_fpr:>13.4f}%{_fit(r.keys_that_fit):>15} {r.note}"
         )
     lines.append("keys that fit: most keys the filter holds before its expected FP rate crosses the target")
     return "\n".join(lines)

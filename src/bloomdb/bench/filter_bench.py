@@ -78,7 +78,8 @@ def _build(spec: str, keys, n: int):
     cls = filters.family(filters.parse_spec(spec)[0])
     if cls.static:
         return filters.build(spec, keys)
-    f = filters.create(spec, capacity=n)
+    # a growing family (scalable) starts at its own initial size and grows through its levels
+    f = filters.create(spec, capacity=None if getattr(cls, "grows", False) else n)
     f.add_many(keys)
     return f
 

@@ -50,7 +50,7 @@ FAMILY_TAGS: dict[str, int] = {
     "ribbon": 7,
     "counting": 8,
     "cuckoo": 9,
-    # 10 is kept for "scalable" (issue 13, part 1)
+    "scalable": 10,
     "fuse8": 11,
     "fuse16": 12,
 }

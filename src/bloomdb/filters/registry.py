@@ -28,6 +28,7 @@ _FAMILY_MODULES = (
     "bloomdb.filters.counting",
     "bloomdb.filters.cuckoo",
     "bloomdb.filters.fuse",
+    "bloomdb.filters.scalable",
 )
 
 _by_name: dict[str, type[Filter]] = {}
