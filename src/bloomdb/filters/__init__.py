@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import InvalidArgument
 from . import format as _fmt
 from .base import Filter, HashedFilter, check_keywords, merge_spec_kwargs, open_path
+from .capacity import check_on_full
 from .registry import _by_name, _load, family, family_by_tag, from_bytes, register
 
 def parse_spec(spec: str) -> tuple[str, str | None]:
@@ -29,19 +30,25 @@ def parse_spec(spec: str) -> tuple[str, str | None]:
     return name.strip().lower(), (arg.strip() if sep else None)
 
 
-def create(spec: str, capacity: int | None = None, **kwargs: Any) -> Filter:
+def create(spec: str, capacity: int | None = None, on_full: str = "warn", **kwargs: Any) -> Filter:
     """A new, empty filter from a spec like RocksDB's ``CreateFromString``: ``"blocked:10"``.
 
     ``capacity`` is the number of keys it is sized for; extra keyword arguments go to the family
     (e.g. ``fpr=0.01`` instead of a number in the spec, ``size_bytes`` for ``register``).
+    ``on_full`` says what an add past twice the target FP rate does: ``"warn"`` (one
+    :class:`~bloomdb.errors.CapacityWarning`), ``"raise"`` (:class:`~bloomdb.errors.FilterFull`,
+    adding nothing) or ``"ignore"`` (see :mod:`bloomdb.filters.capacity`).
     Raises :class:`~bloomdb.errors.InvalidArgument` (naming the bound or the accepted keywords)
     before allocating anything.
     """
     name, arg = parse_spec(spec)
     cls = family(name)
+    check_on_full(on_full)
     if not cls.static:
         check_keywords(name, kwargs, cls.__init__, exclude=("capacity",))
-    return cls.from_spec(arg, capacity=capacity, **kwargs)
+    f = cls.from_spec(arg, capacity=capacity, **kwargs)
+    f.on_full = on_full
+    return f
 
 
 def build(spec: str, keys: Any, **kwargs: Any) -> Filter:

@@ -47,6 +47,7 @@ from . import format as fmt
 from . import parallel, registry
 from ._common_kernels import popcount_bytes, or_into
 from .probe import ProbeDescriptor
+from .capacity import CapacityGuard, check_on_full, clamp_fpr
 from .mapped import MappedFile
 from .writers import WriteGate
 
@@ -189,6 +190,7 @@ class Filter(ABC):
         self = super().__new__(cls)
         self._lock = threading.Lock()  # guards _count
         self._gate = WriteGate()
+        self._guard = CapacityGuard(self._lock)
         return self
 
     # ---- construction -------------------------------------------------------------------
@@ -252,9 +254,29 @@ class Filter(ABC):
     @abstractmethod
     def num_probes(self) -> int: ...
 
-    @abstractmethod
     def estimated_fpr(self) -> float:
-        """The FP rate expected for the keys added so far (a formula, not a measurement)."""
+        """The FP rate expected for the keys added so far (a formula, not a measurement; in [0, 1])."""
+        return 0.0 if self._count <= 0 else clamp_fpr(self.fpr_at(self._count))
+
+    def fpr_at(self, n: int) -> float:
+        """The model FP rate of this filter once it holds ``n`` keys (NaN when the family has no
+        model for a growing count). Non-decreasing in ``n``."""
+        return float("nan")
+
+    def target_fpr(self) -> float:
+        """The FP rate the filter was sized for: :meth:`fpr_at` its capacity (NaN without one)."""
+        cap = getattr(self, "_capacity", None)
+        return clamp_fpr(self.fpr_at(cap)) if cap else float("nan")
+
+    @property
+    def on_full(self) -> str:
+        """``"warn"`` (default), ``"raise"`` or ``"ignore"``: what an add past twice the target FP
+        rate does (see :mod:`bloomdb.filters.capacity`)."""
+        return self._guard.mode
+
+    @on_full.setter
+    def on_full(self, value: str) -> None:
+        self._guard.mode = check_on_full(value)
 
     @classmethod
     def expected_fpr(cls, bits_per_key: float, num_probes: int | None = None) -> float:
@@ -310,21 +332,42 @@ class Filter(ABC):
         if getattr(self, "_readonly", False):
             raise StaticFilterError(f"this {self.family} filter is read-only (static or memory-mapped read-only)")
 
-    def _counted(self, n: int) -> None:
-        """``count += n`` (under the lock: concurrent writers never lose a count)."""
-        with self._lock:
-            self._count += n
+    def _counted(self, n: int, reserved: int = 0) -> None:
+        """``count += n`` (under the lock: concurrent writers never lose a count); ``reserved`` of
+        them were reserved by ``_guard.admit``. Warns once past the capacity limit."""
+        self._guard.counted(self, n, reserved)
+
+    @contextlib.contextmanager
+    def _admitted(self, n: int):
+        """Reserve room for ``n`` keys (``on_full="raise"``: FilterFull before any change) around
+        a write; yields the reservation, which ``_counted`` consumes and the exit releases."""
+        held = [self._guard.admit(self, n)]
+        try:
+            yield held
+        finally:
+            self._guard.release(held[0])
+
+    def _write_batch(self, batch: KeyBatch, threads: int, held: list[int]) -> None:
+        n = len(batch)
+        with self._gate.write(self.shared_writes) as atomic:
+            if threads > 1 and n > 1:
+                self._add_parallel(batch, threads, atomic)
+            else:
+                self._add_batch(batch, atomic)
+        take = min(n, held[0])
+        held[0] -= take
+        self._counted(n, take)
 
     def add(self, key: Any) -> None:
         """Add one key (bytes, str or 64-bit int). Cost: one batch-of-one kernel call (~µs).
 
         Safe from any number of threads at once (see the family's docstring for how); once it
-        returns, ``might_contain(key)`` is True on every thread."""
+        returns, ``might_contain(key)`` is True on every thread. Past twice the target FP rate it
+        warns once or raises FilterFull, adding nothing (``on_full``)."""
         self._check_mutable()
         batch = single_key_batch(key)
-        with self._gate.write(self.shared_writes) as atomic:
-            self._add_batch(batch, atomic)
-        self._counted(1)
+        with self._admitted(1) as held:
+            self._write_batch(batch, 1, held)
 
     def add_many(self, keys: Any, threads: int | None = None) -> None:
         """Add a batch of keys (list, numpy array, pyarrow array...). Cost: one kernel pass.
@@ -332,17 +375,15 @@ class Filter(ABC):
         ``threads=N > 1`` builds on N threads in this one call (kernels release the GIL); the
         bytes are identical to a serial build (see :mod:`bloomdb.filters.parallel` for how each
         family splits the work). Raises InvalidArgument for a bad ``threads``, changing nothing.
-        Safe to call from many threads at once, like :meth:`add`.
+        Safe to call from many threads at once, like :meth:`add`. With ``on_full="raise"`` a batch
+        that would take the filter past twice its target FP rate raises FilterFull, adding none.
         """
         threads = parallel.check_threads(threads)
         self._check_mutable()
-        for b in _keys.to_batches(keys):
-            with self._gate.write(self.shared_writes) as atomic:
-                if threads > 1 and len(b) > 1:
-                    self._add_parallel(b, threads, atomic)
-                else:
-                    self._add_batch(b, atomic)
-            self._counted(len(b))
+        batches = _keys.to_batches(keys)
+        with self._admitted(sum(len(b) for b in batches)) as held:
+            for b in batches:
+                self._write_batch(b, threads, held)
 
     def _add_parallel(self, batch: KeyBatch, threads: int, atomic: bool) -> None:
         """Add ``batch`` on ``threads`` threads (see :mod:`bloomdb.filters.parallel`).
@@ -522,7 +563,9 @@ class Filter(ABC):
     def copy(self) -> "Filter":
         """An independent deep copy (same family, parameters, bits and count; see :meth:`_snapshot`)."""
         payload, count = self._snapshot()
-        return type(self)._from_parts(self._params(), payload, count)
+        out = type(self)._from_parts(self._params(), payload, count)
+        out._guard.mode = self._guard.mode
+        return out
 
     def __reduce__(self):
         return (_unpickle, (self.to_bytes(),))
@@ -557,9 +600,11 @@ class Filter(ABC):
     def _merge(self, other: "Filter") -> None:
         """Merge a snapshot of ``other`` into ``self`` as one write, and add its count."""
         payload, count = other._snapshot()
-        with self._gate.write(self.shared_writes) as atomic:
-            self._union_into(payload, atomic)
-        self._counted(count)
+        with self._admitted(count) as held:
+            with self._gate.write(self.shared_writes) as atomic:
+                self._union_into(payload, atomic)
+            self._counted(count, held[0])
+            held[0] = 0
 
     def union(self, other: "Filter") -> "Filter":
         """A new filter answering True for every key either filter holds (same family and shape)."""
@@ -658,9 +703,12 @@ class HashedFilter(Filter):
         """Add keys given as their XXH3-64 hashes (``uint64`` array). Cost: one kernel pass."""
         self._check_mutable()
         h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
-        with self._gate.write(self.shared_writes) as atomic:
-            self._add_hashes(h, atomic)
-        self._counted(int(h.shape[0]))
+        n = int(h.shape[0])
+        with self._admitted(n) as held:
+            with self._gate.write(self.shared_writes) as atomic:
+                self._add_hashes(h, atomic)
+            self._counted(n, held[0])
+            held[0] = 0
 
 
 def _check_path(path: Any) -> str:

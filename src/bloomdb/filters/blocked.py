@@ -101,14 +101,10 @@ class BlockedBloom(CacheLineState, HashedFilter):
         """``(words32, num_lines, k)`` for :func:`_blocked_kernels.check_hash` in engine kernels."""
         return self._words, np.uint64(self._lines), self._k
 
-    def estimated_fpr(self) -> float:
-        """Poisson keys-per-line FP at the current bits/key, combined with 64-bit hash collisions."""
-        if self._count == 0:
-            return 0.0
-        return fm.independent_fpr(
-            fm.line_blocked_fpr(self.num_bits / self._count, self._k),
-            fm.fingerprint_fpr(self._count, 64),
-        )
+    def fpr_at(self, n: int) -> float:
+        """Poisson keys-per-line FP at ``n`` keys, combined with 64-bit hash collisions
+        (``estimated_fpr`` at the keys added so far)."""
+        return fm.independent_fpr(fm.line_blocked_fpr(self.num_bits / n, self._k), fm.fingerprint_fpr(n, 64))
 
     @classmethod
     def expected_fpr(cls, bits_per_key: float, num_probes: int | None = None) -> float:

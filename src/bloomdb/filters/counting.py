@@ -140,14 +140,10 @@ class CountingBloom(CacheLineState, DeletableFilter):
                  saturated_counters=int(saturated))
         return s
 
-    def estimated_fpr(self) -> float:
-        """Line-blocked FP at the current counters per key, combined with 64-bit hash collisions."""
-        if self._count <= 0:
-            return 0.0
-        return fm.independent_fpr(
-            fm.counting_fpr(self.num_bits / self._count, self._k),
-            fm.fingerprint_fpr(self._count, 64),
-        )
+    def fpr_at(self, n: int) -> float:
+        """Line-blocked FP at ``n`` keys' counters per key, combined with 64-bit hash collisions
+        (``estimated_fpr`` at the keys held)."""
+        return fm.independent_fpr(fm.counting_fpr(self.num_bits / n, self._k), fm.fingerprint_fpr(n, 64))
 
     @classmethod
     def expected_fpr(cls, bits_per_key: float, num_probes: int | None = None) -> float:

@@ -181,11 +181,10 @@ class RegisterBloom(HashedFilter):
         """``(words32, num_words, k)`` for :func:`_register_kernels.check_hash` in engine kernels."""
         return self._words, np.uint64(self._nwords), self._k
 
-    def estimated_fpr(self) -> float:
-        """Exact Poisson keys-per-word FP at the keys added so far (hash collisions are negligible)."""
-        if self._count == 0:
-            return 0.0
-        return fm.word_blocked_fpr_exact(self._count / self._nwords, self._k)
+    def fpr_at(self, n: int) -> float:
+        """Exact Poisson keys-per-word FP at ``n`` keys (hash collisions are negligible); the
+        ``estimated_fpr`` at the keys added so far, clamped to [0, 1]."""
+        return fm.word_blocked_fpr_exact(n / self._nwords, self._k)
 
     @classmethod
     def expected_fpr(cls, bits_per_key: float, num_probes: int | None = None) -> float:

@@ -175,9 +175,12 @@ class SplitBlockBloom(Filter):
         """Insert values given as their XXH64 (seed 0) hashes of the plain encoding."""
         self._check_mutable()
         h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
-        with self._gate.write(True) as atomic:
-            K.add(self._words, h, True, atomic)
-        self._counted(int(h.shape[0]))
+        n = int(h.shape[0])
+        with self._admitted(n) as held:
+            with self._gate.write(True) as atomic:
+                K.add(self._words, h, True, atomic)
+            self._counted(n, held[0])
+            held[0] = 0
 
     def _query_hashes(self, hashes: np.ndarray, out: np.ndarray) -> None:
         """Values given as their XXH64 (seed 0) hashes (``might_contain_hashes``)."""
@@ -206,7 +209,11 @@ class SplitBlockBloom(Filter):
         """Poisson values-per-block FP at the values added so far (or from the fill when unknown)."""
         if self._count == 0:
             return self.fill_ratio() ** 8
-        return fm.split_block_fpr(self.num_bits / self._count)
+        return super().estimated_fpr()
+
+    def fpr_at(self, n: int) -> float:
+        """Poisson values-per-block FP once ``n`` values are in."""
+        return fm.split_block_fpr(self.num_bits / n)
 
     @classmethod
     def expected_fpr(cls, bits_per_key: float, num_probes: int | None = None) -> float:

@@ -109,11 +109,9 @@ class StandardBloom(HashedFilter):
     def num_probes(self) -> int:
         return self._k
 
-    def estimated_fpr(self) -> float:
-        """``(1 - e^(-k n / m))^k`` for the n keys added so far."""
-        if self._count == 0:
-            return 0.0
-        return fm.standard_fpr(self._m / self._count, self._k)
+    def fpr_at(self, n: int) -> float:
+        """``(1 - e^(-k n / m))^k`` (``estimated_fpr`` at the keys added so far)."""
+        return fm.standard_fpr(self._m / n, self._k)
 
     @classmethod
     def expected_fpr(cls, bits_per_key: float, num_probes: int | None = None) -> float:
