@@ -285,3 +285,21 @@ def test_a_bad_out_array_is_refused(bad):
         f.might_contain_hashes(np.arange(4, dtype=np.uint64), out=bad)
     with pytest.raises(errors.InvalidArgument):
         f.might_contain_many([1, 2, 3, 4], out=bad)
+
+
+def test_no_filters_module_imports_its_own_package():
+    """``base`` and the families take what they need from modules (``registry``, ``format``),
+    never from ``bloomdb.filters/__init__`` (a hidden cycle: the package imports them)."""
+    import ast
+    import pathlib
+
+    folder = pathlib.Path(filters.__file__).parent
+    for path in folder.glob("*.py"):
+        if path.name == "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module is None:
+                for alias in node.names:
+                    assert (folder / f"{alias.name}.py").exists(), f"{path.name} imports {alias.name!r} from the package"
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module == "bloomdb.filters":
+                raise AssertionError(f"{path.name} imports the bloomdb.filters package")

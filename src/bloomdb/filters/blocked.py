@@ -24,7 +24,7 @@ from ..errors import InvalidArgument
 from . import _blocked_kernels as K
 from . import format as fmt
 from . import math as fm
-from . import register
+from .registry import register
 from ._cache_lines import CacheLineState, lines_for
 from .base import HashedFilter, check_bits_per_key, check_capacity, check_fpr
 

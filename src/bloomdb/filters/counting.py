@@ -33,7 +33,8 @@ from ..errors import InvalidArgument
 from . import _counting_kernels as K
 from . import format as fmt
 from . import math as fm
-from . import parallel, register
+from . import parallel
+from .registry import register
 from ._cache_lines import CacheLineState, lines_for
 from .base import check_bits_per_key, check_capacity, check_fpr
 from .deletable import DeletableFilter

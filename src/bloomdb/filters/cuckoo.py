@@ -40,7 +40,8 @@ from ..errors import FilterFull, InvalidArgument
 from . import _cuckoo_kernels as K
 from . import format as fmt
 from . import math as fm
-from . import parallel, register
+from . import parallel
+from .registry import register
 from .base import check_capacity, check_fpr
 from .deletable import DeletableFilter
 

@@ -36,7 +36,7 @@ from ..errors import FilterBuildError, InvalidArgument
 from . import _fuse_kernels as K
 from . import format as fmt
 from . import math as fm
-from . import register
+from .registry import register
 from .static import StaticHashedFilter
 
 # count (keys given), stored (distinct keys), seed, attempts (failed seeds), segment_length, segment_count

@@ -35,7 +35,7 @@ from ..keys import KeyBatch
 from . import _leveldb_kernels as K
 from . import format as fmt
 from . import math as fm
-from . import register
+from .registry import register
 from ._common_kernels import popcount_bytes
 from .base import Filter, single_key_batch
 

@@ -30,7 +30,7 @@ from ..errors import InvalidArgument
 from . import _paired_kernels as K
 from . import format as fmt
 from . import math as fm
-from . import register
+from .registry import register
 from .base import check_bits_per_key
 from .static import StaticHashedFilter
 

@@ -33,7 +33,7 @@ from ..errors import InvalidArgument
 from . import _register_kernels as K
 from . import format as fmt
 from . import math as fm
-from . import register
+from .registry import register
 from .base import HashedFilter, check_bits_per_key, check_capacity, merge_spec_kwargs
 
 _PARAMS = struct.Struct("<QQB7x")  # capacity (0: not given), num_words, k

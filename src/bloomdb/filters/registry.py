@@ -2,19 +2,16 @@
 
 Family modules register themselves (``@register``) and are imported on first use of the registry.
 This module imports no family and not :mod:`bloomdb.filters.base` (which reads filters back
-through :func:`family_by_tag`), so the package's own ``__init__`` is never imported from below.
+through :func:`family_by_tag`; the classes held here are its ``Filter`` subclasses), so neither
+``base`` nor a family imports the package's own ``__init__``: families register through
+``from .registry import register``.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
-
 from ..errors import CorruptionError, InvalidArgument
 from . import format as _fmt
-
-if TYPE_CHECKING:
-    from .base import Filter
 
 #: Modules holding the families, imported on first use of the registry.
 _FAMILY_MODULES = (
@@ -31,12 +28,12 @@ _FAMILY_MODULES = (
     "bloomdb.filters.scalable",
 )
 
-_by_name: dict[str, type[Filter]] = {}
-_by_tag: dict[int, type[Filter]] = {}
+_by_name: dict[str, type] = {}
+_by_tag: dict[int, type] = {}
 _loaded = False
 
 
-def register(cls: type[Filter]) -> type[Filter]:
+def register(cls: type) -> type:
     """Register a family class (used as a decorator by each family module)."""
     if not cls.family or cls.family not in _fmt.FAMILY_TAGS:
         raise InvalidArgument(f"family {cls.family!r} has no tag in bloomdb.filters.format.FAMILY_TAGS")
@@ -53,7 +50,7 @@ def _load() -> None:
         _loaded = True
 
 
-def family(name: str) -> type[Filter]:
+def family(name: str) -> type:
     """The class of a family by registry name (``"blocked"``)."""
     _load()
     try:
@@ -64,7 +61,7 @@ def family(name: str) -> type[Filter]:
         ) from None
 
 
-def family_by_tag(tag: int, source: str | None = None) -> type[Filter]:
+def family_by_tag(tag: int, source: str | None = None) -> type:
     _load()
     try:
         return _by_tag[tag]
@@ -72,8 +69,8 @@ def family_by_tag(tag: int, source: str | None = None) -> type[Filter]:
         raise CorruptionError(f"unknown filter family tag {tag}", source) from None
 
 
-def from_bytes(data: bytes | bytearray | memoryview) -> Filter:
-    """Any family back from :meth:`Filter.to_bytes`. Damage raises :class:`CorruptionError`."""
+def from_bytes(data: bytes | bytearray | memoryview):
+    """Any family's filter back from :meth:`Filter.to_bytes`. Damage raises :class:`CorruptionError`."""
     import numpy as np
 
     env = _fmt.decode(data)

@@ -36,7 +36,7 @@ from ..errors import FilterBuildError, InvalidArgument
 from . import _ribbon_kernels as K
 from . import format as fmt
 from . import math as fm
-from . import register
+from .registry import register
 from .base import check_bits_per_key, check_fpr
 from .static import StaticHashedFilter
 

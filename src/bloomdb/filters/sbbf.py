@@ -36,7 +36,7 @@ from ..keys import KeyBatch
 from . import _sbbf_kernels as K
 from . import format as fmt
 from . import math as fm
-from . import register
+from .registry import register
 from .base import Filter, check_bits_per_key, check_capacity, check_fpr
 
 _PARAMS = struct.Struct("<QQ")  # capacity, num_bytes

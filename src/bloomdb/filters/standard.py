@@ -24,7 +24,7 @@ from ..errors import InvalidArgument
 from . import _standard_kernels as K
 from . import format as fmt
 from . import math as fm
-from . import register
+from .registry import register
 from .base import HashedFilter, check_bits_per_key, check_capacity, check_fpr
 
 _PARAMS = struct.Struct("<QQBdx")  # capacity, num_bits, k, bits_per_key target
