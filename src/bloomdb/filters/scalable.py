@@ -38,7 +38,8 @@ import numpy as np
 
 from ..errors import IncompatibleFilters, InvalidArgument
 from . import format as fmt
-from . import parallel, register
+from . import parallel
+from .registry import register
 from ._cache_lines import PARAMS as LEVEL_PARAMS
 from ._common_kernels import or_into, popcount_bytes
 from .base import HashedFilter, check_capacity, check_fpr
