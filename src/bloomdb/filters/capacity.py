@@ -32,6 +32,7 @@ import warnings
 from typing import Any, Callable
 
 from ..errors import CapacityWarning, FilterFull, InvalidArgument
+from .math import largest_within
 
 ON_FULL = ("warn", "raise", "ignore")
 _UNKNOWN = -1
@@ -54,13 +55,7 @@ def count_limit(fpr_at: Callable[[int], float], capacity: int, target: float, to
         lo, hi = hi, 2 * hi
         if hi > top:
             return None
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fpr_at(mid) <= bound:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return largest_within(fpr_at, bound, lo, hi)
 
 
 class CapacityGuard:

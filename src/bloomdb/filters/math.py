@@ -159,15 +159,19 @@ def blocked_expected_fpr(bits_per_key: float, k: int, num_keys: float = 0.0) -> 
 
 def keys_before_fpr(fpr_of_n, target: float, hi: int) -> int:
     """Largest ``n`` in ``[0, hi * 64]`` with ``fpr_of_n(n) <= target`` (monotone bisection)."""
-    lo, top = 0, max(1, hi) * 64
-    if fpr_of_n(top) <= target:
-        return top
-    while lo < top - 1:
-        mid = (lo + top) // 2
+    top = max(1, hi) * 64
+    return top if fpr_of_n(top) <= target else largest_within(fpr_of_n, target, 0, top)
+
+
+def largest_within(fpr_of_n, target: float, lo: int, hi: int) -> int:
+    """Largest ``n`` in ``[lo, hi)`` with ``fpr_of_n(n) <= target``, given ``fpr_of_n(lo) <= target
+    < fpr_of_n(hi)`` and ``fpr_of_n`` non-decreasing (bisection: O(log(hi - lo)) calls)."""
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
         if fpr_of_n(mid) <= target:
             lo = mid
         else:
-            top = mid
+            hi = mid
     return lo
 
 
