@@ -328,6 +328,30 @@ class Filter(ABC):
         p = self._payload()
         return popcount_bytes(p) / max(1, p.size * 8)
 
+    def _fill_shape(self) -> tuple[int, int, int] | None:
+        """``(units, positions per unit, positions set per key)`` of a family whose key sets its
+        positions uniformly inside one unit (a line, a word, the whole array); None otherwise."""
+        return None
+
+    def estimated_count(self) -> float:
+        """Distinct keys held, estimated from the fill (Swamidass & Baldi 2007), NaN for families
+        without a fill model. ``count`` stays the number of adds (duplicates included).
+
+        With ``U`` units of ``w`` positions and ``k`` set per key in one unit, a unit's unset share
+        after Poisson(λ) keys is ``exp(-λ (1 - (1 - 1/w)^k))``, so ``n = U · -ln(1 - fill) /
+        (1 - (1 - 1/w)^k)``. Error: within ~2% at 10–90% fill on filters of 10^5+ positions
+        (tested within 5%); it grows as the fill nears 1 (inf when every position is set), and
+        keys whose positions coincide are counted once. Cost: one popcount pass.
+        """
+        shape = self._fill_shape()
+        if shape is None:
+            return float("nan")
+        units, width, k = shape
+        unset = 1.0 - self.fill_ratio()
+        if unset <= 0.0:
+            return math.inf
+        return units * -math.log(unset) / -math.expm1(k * math.log1p(-1.0 / width))
+
     def _check_mutable(self) -> None:
         if getattr(self, "_readonly", False):
             raise StaticFilterError(f"this {self.family} filter is read-only (static or memory-mapped read-only)")

@@ -101,6 +101,9 @@ class BlockedBloom(CacheLineState, HashedFilter):
         """``(words32, num_lines, k)`` for :func:`_blocked_kernels.check_hash` in engine kernels."""
         return self._words, np.uint64(self._lines), self._k
 
+    def _fill_shape(self) -> tuple[int, int, int]:
+        return self._lines, 512, self._k
+
     def fpr_at(self, n: int) -> float:
         """Poisson keys-per-line FP at ``n`` keys, combined with 64-bit hash collisions
         (``estimated_fpr`` at the keys added so far)."""

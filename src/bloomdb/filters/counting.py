@@ -140,6 +140,10 @@ class CountingBloom(CacheLineState, DeletableFilter):
                  saturated_counters=int(saturated))
         return s
 
+    def _fill_shape(self) -> tuple[int, int, int]:
+        """Counters: a line of 128, k incremented per key (fill = share of non-zero counters)."""
+        return self._lines, 128, self._k
+
     def fpr_at(self, n: int) -> float:
         """Line-blocked FP at ``n`` keys' counters per key, combined with 64-bit hash collisions
         (``estimated_fpr`` at the keys held)."""

@@ -181,6 +181,9 @@ class RegisterBloom(HashedFilter):
         """``(words32, num_words, k)`` for :func:`_register_kernels.check_hash` in engine kernels."""
         return self._words, np.uint64(self._nwords), self._k
 
+    def _fill_shape(self) -> tuple[int, int, int]:
+        return self._nwords, 32, self._k
+
     def fpr_at(self, n: int) -> float:
         """Exact Poisson keys-per-word FP at ``n`` keys (hash collisions are negligible); the
         ``estimated_fpr`` at the keys added so far, clamped to [0, 1]."""

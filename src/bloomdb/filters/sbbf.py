@@ -211,6 +211,11 @@ class SplitBlockBloom(Filter):
             return self.fill_ratio() ** 8
         return super().estimated_fpr()
 
+    def _fill_shape(self) -> tuple[int, int, int]:
+        """A value sets one bit in every 32-bit word of its block: each word, like its block,
+        sees every value of the block, 1 of 32 positions each."""
+        return self.num_blocks, 32, 1
+
     def fpr_at(self, n: int) -> float:
         """Poisson values-per-block FP once ``n`` values are in."""
         return fm.split_block_fpr(self.num_bits / n)

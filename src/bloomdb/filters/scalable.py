@@ -325,6 +325,10 @@ class ScalableBloom(HashedFilter):
             keep *= 1.0 - level.estimated_fpr()
         return min(1.0, max(0.0, 1.0 - keep))
 
+    def estimated_count(self) -> float:
+        """The sum of the levels' fill estimates (see :meth:`Filter.estimated_count`)."""
+        return sum(level.estimated_count() for level in self._levels)
+
     def bench_expected_fpr(self) -> float:
         return self.estimated_fpr()
 

@@ -109,6 +109,9 @@ class StandardBloom(HashedFilter):
     def num_probes(self) -> int:
         return self._k
 
+    def _fill_shape(self) -> tuple[int, int, int]:
+        return 1, self._m, self._k
+
     def fpr_at(self, n: int) -> float:
         """``(1 - e^(-k n / m))^k`` (``estimated_fpr`` at the keys added so far)."""
         return fm.standard_fpr(self._m / n, self._k)
