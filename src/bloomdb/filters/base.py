@@ -650,6 +650,52 @@ class Filter(ABC):
         self._merge(other)
         return self
 
+    # ---- intersection -------------------------------------------------------------------
+
+    #: True for the bit-array families, where the AND of two payloads answers True for every key
+    #: both filters hold.
+    intersectable: ClassVar[bool] = False
+
+    def _check_intersectable(self, other: "Filter") -> None:
+        if not self.intersectable:
+            raise IncompatibleFilters(
+                f"{self.family} filters have no intersection (only bit-array Bloom families: "
+                "standard, blocked, register, sbbf)"
+            )
+        self._check_compatible(other)
+
+    def _intersect(self, other: "Filter") -> None:
+        """AND a snapshot of ``other`` into ``self`` with writers held off (a bit cleared under a
+        concurrent add would lose it); ``count`` becomes the smaller count."""
+        payload, count = other._snapshot()
+        with self._gate.write(False):
+            np.bitwise_and(self._payload(), payload, out=self._payload())
+            with self._lock:
+                self._count = min(self._count, count)
+
+    def intersection(self, other: "Filter") -> "Filter":
+        """A new filter answering True for every key both filters hold (bitwise AND; same family
+        and shape, else IncompatibleFilters). Its FP rate is at most either operand's, but can be
+        above that of a filter built from the true intersection (bits set by keys of only one
+        side can meet); ``count`` is the smaller count, an upper bound of the keys in common."""
+        self._check_intersectable(other)
+        out = self.copy()
+        out._intersect(other)
+        return out
+
+    def __and__(self, other: "Filter") -> "Filter":
+        if not isinstance(other, Filter):
+            return NotImplemented
+        return self.intersection(other)
+
+    def __iand__(self, other: "Filter") -> "Filter":
+        if not isinstance(other, Filter):
+            return NotImplemented
+        self._check_mutable()
+        self._check_intersectable(other)
+        self._intersect(other)
+        return self
+
 
 def _fsync_dir(folder: str) -> None:
     """Make a rename in ``folder`` durable (no-op where directories cannot be opened)."""

@@ -58,6 +58,7 @@ class BlockedBloom(CacheLineState, HashedFilter):
 
     family = "blocked"
     family_version = 1
+    intersectable = True
     example_spec = "blocked:10"
     has_probe_kernel = True
 

@@ -62,6 +62,7 @@ class RegisterBloom(HashedFilter):
 
     family = "register"
     family_version = 1
+    intersectable = True
     has_probe_kernel = True
     #: k = 2 (the post's) at 10 bits/key like the other families' examples, so the demo table compares
     #: equal memory; plain ``"register:2"`` is the fixed 256 KiB filter.

@@ -82,6 +82,7 @@ class SplitBlockBloom(Filter):
 
     family = "sbbf"
     family_version = 1
+    intersectable = True
     has_probe_kernel = True
     example_spec = "sbbf:10"
 

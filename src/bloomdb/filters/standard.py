@@ -37,6 +37,7 @@ class StandardBloom(HashedFilter):
 
     family = "standard"
     family_version = 1
+    intersectable = True
     example_spec = "standard:10"
 
     def __init__(
