@@ -23,7 +23,10 @@ class BuildPyWithKernels(build_py):
         super().run()
         if getattr(self, "editable_mode", False) or os.environ.get("BLOOMDB_NO_PRECOMPILE"):
             return
-        env = dict(os.environ, PYTHONPATH=os.path.abspath(self.build_lib))
+        # the built package first, then everything this build can import: pip's isolated build
+        # environment reaches the interpreter through PYTHONPATH, which must not be replaced
+        path = [os.path.abspath(self.build_lib)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
         env.pop("NUMBA_CACHE_DIR", None)  # the cache must land inside the package being built
         print("precompiling bloomdb's kernels (bloomdb warmup, about a minute) ...", flush=True)
         done = subprocess.run([sys.executable, "-m", "bloomdb.cli.main", "warmup"], env=env)
