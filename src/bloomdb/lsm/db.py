@@ -27,8 +27,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from ..checksum import crc32c
-from ..errors import BloomDBError, CorruptionError, InvalidArgument, KeyTypeError
-from . import identity, scan, wal
+from ..errors import BloomDBError, CorruptionError, InvalidArgument, KeyTypeError, StoreClosed
+from . import identity, opening, scan, wal
 from .compaction import executor, policy
 from .fs import RealFS
 from .memtable import MemTable
@@ -52,8 +52,10 @@ def _key(key: Any) -> bytes:
         return key
     if t is str:
         return key.encode("utf-8")
-    if isinstance(key, (bytearray, memoryview)):
+    if isinstance(key, (bytes, bytearray, memoryview)):  # bytes subclasses (np.bytes_) too
         return bytes(key)
+    if isinstance(key, str):  # str subclasses (np.str_)
+        return str.encode(key, "utf-8")
     raise KeyTypeError(f"store keys are bytes or str, not {t.__name__}")
 
 
@@ -61,7 +63,7 @@ def _value(value: Any) -> bytes:
     t = type(value)
     if t is bytes:
         return value
-    if isinstance(value, (bytearray, memoryview)):
+    if isinstance(value, (bytes, bytearray, memoryview)):  # bytes subclasses (np.bytes_) too
         return bytes(value)
     raise KeyTypeError(f"store values are bytes, not {t.__name__}")
 
@@ -170,15 +172,17 @@ class DB:
             why = " (its creation was interrupted)" if kind == identity.HALF else ""
             raise InvalidArgument(f"{path}: no store here{why} (create_if_missing=False)")
         if kind == identity.ABSENT:
-            identity.claim(fs, path)  # the identity file first: from now on the folder is ours
-        self._take_lock()
-        try:
-            self._recover(exists, kind == identity.LEGACY)
-            if kind == identity.LEGACY:  # after the first manifest with reservations is durable
-                identity.claim(fs, path)
-        except BaseException:
-            self._release_lock()
-            raise
+            with opening.os_errors(path):
+                identity.claim(fs, path)  # the identity file first: from now on the folder is ours
+        with opening.os_errors(path):
+            self._take_lock()
+            try:
+                self._recover(exists, kind == identity.LEGACY)
+                if kind == identity.LEGACY:  # after the first manifest with reservations is durable
+                    identity.claim(fs, path)
+            except BaseException:
+                self._release_lock()
+                raise
         self._thread = None
         if options.background_compaction:
             self._thread = threading.Thread(target=self._bg_loop, name=f"bloomdb-lsm:{path}", daemon=True)
@@ -277,6 +281,7 @@ class DB:
             self._thread.join()
         with self._lock:
             self._closed = True
+            self._state = opening.Closed(self.path)  # every later read raises StoreClosed
             try:
                 self._log.close()
             finally:
@@ -298,7 +303,7 @@ class DB:
     # -- writing ------------------------------------------------------------------------------
     def _check_writable(self) -> None:
         if self._closed or self._closing:
-            raise BloomDBError(f"{self.path}: the store is closed")
+            raise StoreClosed(f"{self.path}: the store is closed")
         if self._bg_error is not None:
             raise BloomDBError(f"{self.path}: the store stopped after an I/O error: {self._bg_error!r}")
 
@@ -587,7 +592,12 @@ class DB:
     def multi_get(self, keys, default=None, snapshot: Snapshot | None = None) -> list:
         """Values of ``keys`` in order (``default`` where absent). The filter checks of the whole
         batch are done by one kernel call (one hash per key); the memtable lookups and the
-        packing of the keys are C-speed passes (``map``, ``bytes.join``)."""
+        packing of the keys are C-speed passes (``map``, ``bytes.join``). ``keys`` is an iterable
+        of keys; one key (a ``str`` or ``bytes``) raises :class:`KeyTypeError` (a ``str`` is never
+        read as its characters)."""
+        if isinstance(keys, (str, bytes, bytearray, memoryview)):
+            raise KeyTypeError(f"multi_get takes an iterable of keys, not one {type(keys).__name__} key "
+                               f"(use get(key) or multi_get([key]))")
         keys = list(keys)
         if not set(map(type, keys)) <= {bytes}:
             keys = [_key(k) for k in keys]
@@ -659,6 +669,8 @@ class DB:
     def snapshot(self) -> Snapshot:
         """A consistent view as of now; versions it can see are kept until it is released."""
         with self._lock:
+            if self._closed:
+                raise StoreClosed(f"{self.path}: the store is closed")
             seq = self._seq
             self._snapshots[seq] += 1
             self._keep_old = True
