@@ -77,6 +77,10 @@ class StoreClosed(BloomDBError, RuntimeError):
     plyvel raises for a closed database)."""
 
 
+class StoreReadOnly(BloomDBError):
+    """A write (or a flush, compaction, checkpoint) on a store opened with ``read_only=True``."""
+
+
 class StoreIOError(BloomDBError, OSError):
     """The store could not read or write its folder (a read-only folder, a full disk, ...). The
     message names the path and what to do; ``errno`` and ``filename`` are the operating system's."""

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..checksum import crc32c
 from ..errors import BloomDBError, InvalidArgument, KeyTypeError, StoreClosed
-from . import opening, recovery, scan, wal
+from . import opening, readonly, recovery, scan, wal
 from .background import Background, TaskContext
 from .compaction import executor
 from .fs import RealFS
@@ -117,7 +117,7 @@ class DB:
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | os.PathLike, options: Options | None = None) -> "DB":
+    def open(cls, path: str | os.PathLike, options: Options | None = None, read_only: bool = False) -> "DB":
         """Open (or create) the store at ``path``: recovers the WAL, cleans files a crash left.
 
         A store is created only in a new or empty folder (its identity file ``BLOOMDB`` is
@@ -128,11 +128,18 @@ class DB:
         Raises :class:`CorruptionError` naming the damaged file, :class:`InvalidArgument` for
         bad options, a folder that is not a store and not empty, or a missing/existing store
         against ``create_if_missing``/``error_if_exists``. A refused open creates nothing.
-        """
-        return cls(os.fspath(path), (options or Options()).validated())
 
-    def __init__(self, path: str, options: Options):
+        ``read_only=True``: no lock, nothing written, the store as of the open (even while a
+        writer has it open; any number of readers); writes raise :class:`StoreReadOnly`
+        (:mod:`.readonly`). A folder this process may not write opens this way.
+        """
+        if not isinstance(read_only, bool):
+            raise InvalidArgument(f"read_only must be True or False, got {read_only!r}")
+        return cls(os.fspath(path), (options or Options()).validated(), read_only)
+
+    def __init__(self, path: str, options: Options, read_only: bool = False):
         self.path = path
+        self.read_only = read_only
         self.options = options
         self._fs = options.fs or RealFS()
         self._lock = threading.RLock()
@@ -142,13 +149,18 @@ class DB:
         self._bg_error: BaseException | None = None
         self._closed = False
         self._closing = False
-        self._mem_limit = options.memtable_bytes
+        self._mem_limit = 0 if read_only else options.memtable_bytes  # 0: put() checks, and refuses
         self._cache = BlockCache(options.block_cache_bytes) if options.compression and options.block_cache_bytes else None
         self._stats = Counter()
         self._reads = Reads()
         self._probe_base = np.zeros(3, np.int64)
         self._vs = VersionSet(self._fs, path, self._cache)
-        with opening.os_errors(path):  # a read-only folder, a full disk: our error, naming the path
+        self._bg = Background(self, options.background_compaction and not read_only)
+        with opening.os_errors(path, read_only):  # a read-only folder, a full disk: our error, naming the path
+            if read_only:
+                self._lockfile = readonly.NoLock()
+                readonly.load(self)
+                return
             kind = recovery.check_folder(self._fs, path, options)
             self._lockfile = recovery.StoreLock(path)
             try:
@@ -156,7 +168,6 @@ class DB:
             except BaseException:
                 self._release_lock()
                 raise
-        self._bg = Background(self, options.background_compaction)
         self._bg.start()
 
     def _release_lock(self) -> None:
@@ -200,7 +211,8 @@ class DB:
             self._closed = True
             self._state = opening.Closed(self.path)  # every later read raises StoreClosed
             try:
-                self._log.close()
+                if self._log is not None:  # None: read-only
+                    self._log.close()
             finally:
                 self._release_lock()
 
@@ -221,6 +233,8 @@ class DB:
     def _check_writable(self) -> None:
         if self._closed or self._closing:
             raise StoreClosed(f"{self.path}: the store is closed")
+        if self.read_only:
+            raise readonly.refuse(self.path, "writing")
         if self._bg_error is not None:
             raise BloomDBError(f"{self.path}: the store stopped after an I/O error: {self._bg_error!r}")
 
@@ -534,7 +548,7 @@ class DB:
         useful = int(counters[1]) + rd.useful
         positive = int(counters[2]) + rd.positive
         refs = ver.all_refs()
-        wal_bytes = st["wal_bytes"] + self._log.bytes
+        wal_bytes = st["wal_bytes"] + (self._log.bytes if self._log is not None else 0)
         logged = max(1, wal_bytes)
         return {
             "filter_checks": checks,

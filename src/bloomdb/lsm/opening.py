@@ -23,7 +23,8 @@ def advice(e: OSError, read_only: bool) -> str:
     if e.errno in _NO_WRITE:
         if read_only:
             return "the store's files are not readable by this process: fix their permissions"
-        return "the folder is not writable by this process: make it writable"
+        return ("the folder is not writable by this process: make it writable, or open it with "
+                "DB.open(path, read_only=True) to read it")
     if e.errno in _FULL:
         return ("the disk is full (opening a store writes its recovered log as a table and a new log): "
                 "free space and open it again")
