@@ -30,7 +30,7 @@ import numpy as np
 
 from ..checksum import crc32c
 from ..errors import BloomDBError, InvalidArgument, KeyTypeError, StoreClosed
-from . import opening, readonly, recovery, scan, wal
+from . import checkpoint, opening, properties, readonly, recovery, scan, wal
 from .background import Background, TaskContext
 from .compaction import executor
 from .fs import RealFS
@@ -529,9 +529,28 @@ class DB:
         hi = None if end is None else _key(end)
         self._bg.compact_range(lo, hi)
 
+    def checkpoint(self, dest) -> str:
+        """Write a consistent, openable copy of the store to the new folder ``dest`` without
+        stopping writers for more than a listing (tables hard-linked where possible); returns
+        its path. See :mod:`.checkpoint`."""
+        return checkpoint.create(self, dest)
+
     def wait_for_compactions(self) -> None:
         """Block until no flush or compaction is pending (tests and benchmarks)."""
         self._bg.wait_idle()
+
+    def get_property(self, name):
+        """A property of the store by name (``"bloomdb.stats"``, ``"bloomdb.num-files-at-level0"``,
+        ``"bloomdb.estimate-num-keys"``, ``"bloomdb.filter-memory-bytes"``, ...; ``leveldb.``
+        names work too), ``None`` for an unknown name; ``bytes`` in, ``bytes`` out, as plyvel.
+        See :mod:`.properties`."""
+        return properties.get(self, name)
+
+    def approximate_size(self, start=None, end=None) -> int:
+        """Bytes of table files holding keys in ``[start, end)`` (plyvel's ``approximate_size``;
+        LevelDB counts no memtable data either)."""
+        return properties.approximate_size(self, None if start is None else _key(start),
+                                           None if end is None else _key(end))
 
     def stats(self) -> dict:
         """Counters and shape: filter checks / useful (rejections) / positives / true positives,
