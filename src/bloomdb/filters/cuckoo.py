@@ -179,7 +179,7 @@ class CuckooFilter(DeletableFilter):
 
     # adds that count what went in even when the table fills mid-batch
     def _add_counted(self, hashes: np.ndarray, done: int) -> int:
-        with self._gate.write(False):
+        with self._writing(False):
             added = self._insert(hashes)
         self._counted(added)
         if added < hashes.shape[0]:
