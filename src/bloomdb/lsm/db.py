@@ -520,8 +520,9 @@ class DB:
     def stats(self) -> dict:
         """Counters and shape: filter checks / useful (rejections) / positives / true positives,
         damaged filters, data blocks read, block-cache hits, tables and bytes per level, write
-        amplification (table bytes written / user bytes logged) and read amplification (tables
-        read per filter-passing lookup)."""
+        amplification (table bytes written / user bytes logged), read amplification (data blocks
+        read per lookup that found its key) and the memory held by filters (read so far, with
+        their copies in the probe directory) and by the tables' indexes."""
         mem, imm, ver = self._state
         counters = self._probe_base.copy()
         if ver._probe is not None:
@@ -532,6 +533,7 @@ class DB:
         useful = int(counters[1]) + rd.useful
         positive = int(counters[2]) + rd.positive
         refs = ver.all_refs()
+        held = ver.memory()
         wal_bytes = st["wal_bytes"] + self._log.bytes
         logged = max(1, wal_bytes)
         return {
@@ -550,6 +552,8 @@ class DB:
             "compactions": st["compactions"],
             "write_amplification": (st["bytes_flushed"] + st["bytes_compacted"]) / logged if wal_bytes else 0.0,
             "read_amplification": rd.blocks_read / max(1, rd.true_positive),
+            "filter_memory_bytes": held[0],
+            "index_memory_bytes": held[1],
             "memtable_entries": len(mem) + (len(imm) if imm is not None else 0),
             "last_sequence": self._seq,
         }
