@@ -24,15 +24,16 @@ import os
 import threading
 import weakref
 from collections import Counter
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from ..checksum import crc32c
 from ..errors import BloomDBError, InvalidArgument, KeyTypeError, StoreClosed
-from . import checkpoint, opening, properties, readonly, recovery, scan, wal
+from . import checkpoint, opening, properties, readonly, recovery, wal
 from .background import Background, TaskContext
 from .compaction import executor
+from .iterator import Iterator, IteratorClosed, View, half_open
 from .fs import RealFS
 from .memtable import MemTable
 from .options import MAX_LEVELS, Options
@@ -99,10 +100,19 @@ class Snapshot:
 
     def __init__(self, db: "DB", seq: int):
         self.seq = seq
+        self._db = db
         self._finalizer = weakref.finalize(self, db._release_snapshot, seq)
 
     def close(self) -> None:
         self._finalizer()
+
+    def get(self, key, default=None):
+        """``db.get(key, default)`` as of this snapshot (plyvel's ``Snapshot.get``)."""
+        return self._db.get(key, default, snapshot=self)
+
+    def iterator(self, **kwargs) -> Iterator:
+        """``db.iterator(..., snapshot=self)`` (plyvel's ``Snapshot.iterator``)."""
+        return self._db.iterator(snapshot=self, **kwargs)
 
     def __enter__(self) -> "Snapshot":
         return self
@@ -154,6 +164,7 @@ class DB:
         self._stats = Counter()
         self._reads = Reads()
         self._probe_base = np.zeros(3, np.int64)
+        self._iterators: weakref.WeakSet = weakref.WeakSet()
         self._vs = VersionSet(self._fs, path, self._cache)
         self._bg = Background(self, options.background_compaction and not read_only)
         with opening.os_errors(path, read_only):  # a read-only folder, a full disk: our error, naming the path
@@ -207,6 +218,8 @@ class DB:
             self._closing = True
             self._cond.notify_all()
         self._bg.stop()
+        for it in list(self._iterators):
+            it.close()
         with self._lock:
             self._closed = True
             self._state = opening.Closed(self.path)  # every later read raises StoreClosed
@@ -466,39 +479,35 @@ class DB:
             self._keep_old = True
             return Snapshot(self, seq)
 
-    def scan(self, start=None, end=None, reverse: bool = False, snapshot: Snapshot | None = None) -> Iterator[tuple[bytes, bytes]]:
-        """``(key, value)`` pairs with ``start <= key < end`` in key order (descending with
-        ``reverse``), as of one consistent point (``snapshot`` or the call's start)."""
-        start = None if start is None else _key(start)
-        end = None if end is None else _key(end)
-        own = None
+    def iterator(self, start=None, stop=None, include_start: bool = True, include_stop: bool = False,
+                 prefix=None, reverse: bool = False, include_key: bool = True, include_value: bool = True,
+                 snapshot: Snapshot | None = None) -> Iterator:
+        """A cursor over the keys in the range (plyvel's signature and semantics, see
+        :mod:`.iterator`), as of ``snapshot`` or of now (an implicit snapshot held until the
+        iterator is closed). Cost: the memtables' entries in the range are copied under the lock;
+        tables are read a block at a time as the cursor moves."""
+        lo, hi = half_open(None if start is None else _key(start), None if stop is None else _key(stop),
+                           include_start, include_stop, None if prefix is None else _key(prefix))
         with self._lock:
-            if snapshot is None:
-                own = self.snapshot()
-                snap = own.seq
-            else:
-                snap = snapshot.seq
+            if self._closed:
+                raise IteratorClosed(f"{self.path}: the store is closed")
+            own = self.snapshot() if snapshot is None else None
+            snap = snapshot.seq if own is None else own.seq
             mem, imm, ver = self._state
-            sources = [mem.range_items(start, end, snap)]
-            if imm is not None:
-                sources.append(imm.range_items(start, end, snap))
-        return self._scan_iter(sources, ver, start, end, reverse, snap, own)
+            items = [mem.range_items(lo, hi, snap)] + ([imm.range_items(lo, hi, snap)] if imm is not None else [])
+        it = Iterator(View(items, ver, snap), lo, hi, reverse, include_key, include_value,
+                      None if own is None else own.close)
+        self._iterators.add(it)
+        return it
 
-    def _scan_iter(self, sources, ver, start, end, reverse, snap, own):
-        inputs = [scan.memtable_chunks(items) for items in sources]
-        for li, level in enumerate(ver.levels):
-            tabs = [r.table for r in level
-                    if not ((end is not None and r.table.min_key >= end) or (start is not None and r.table.max_key < start))]
-            if not tabs:
-                continue
-            if li == 0:  # L0 tables overlap: one merge input each
-                inputs.extend(scan.table_chunks([t], start, end, reverse) for t in tabs)
-            else:  # a level's tables are disjoint and in key order: one input
-                inputs.append(scan.table_chunks(tabs, start, end, reverse))
-        return scan.merged(inputs, start, end, reverse, snap, None if own is None else own.close)
+    def scan(self, start=None, end=None, reverse: bool = False, snapshot: Snapshot | None = None) -> Iterator:
+        """``(key, value)`` pairs with ``start <= key < end`` in key order (descending with
+        ``reverse``), as of one consistent point (``snapshot`` or the call's start): the bulk form
+        of :meth:`iterator` (no Python frame per pair)."""
+        return self.iterator(start, end, reverse=reverse, snapshot=snapshot).drain()
 
     def __iter__(self):
-        return (k for k, _ in self.scan())
+        return self.iterator(include_value=False).drain()
 
     # -- maintenance --------------------------------------------------------------------------
     def flush(self) -> None:
@@ -555,8 +564,9 @@ class DB:
     def stats(self) -> dict:
         """Counters and shape: filter checks / useful (rejections) / positives / true positives,
         damaged filters, data blocks read, block-cache hits, tables and bytes per level, write
-        amplification (table bytes written / user bytes logged) and read amplification (tables
-        read per filter-passing lookup)."""
+        amplification (table bytes written / user bytes logged), read amplification (data blocks
+        read per lookup that found its key) and the memory held by filters (read so far, with
+        their copies in the probe directory) and by the tables' indexes."""
         mem, imm, ver = self._state
         counters = self._probe_base.copy()
         if ver._probe is not None:
@@ -567,6 +577,7 @@ class DB:
         useful = int(counters[1]) + rd.useful
         positive = int(counters[2]) + rd.positive
         refs = ver.all_refs()
+        held = ver.memory()
         wal_bytes = st["wal_bytes"] + (self._log.bytes if self._log is not None else 0)
         logged = max(1, wal_bytes)
         return {
@@ -585,6 +596,8 @@ class DB:
             "compactions": st["compactions"],
             "write_amplification": (st["bytes_flushed"] + st["bytes_compacted"]) / logged if wal_bytes else 0.0,
             "read_amplification": rd.blocks_read / max(1, rd.true_positive),
+            "filter_memory_bytes": held[0],
+            "index_memory_bytes": held[1],
             "memtable_entries": len(mem) + (len(imm) if imm is not None else 0),
             "last_sequence": self._seq,
         }
