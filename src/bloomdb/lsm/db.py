@@ -30,7 +30,7 @@ import numpy as np
 
 from ..checksum import crc32c
 from ..errors import BloomDBError, InvalidArgument, KeyTypeError, StoreClosed
-from . import checkpoint, opening, properties, readonly, recovery, wal
+from . import checkpoint, opening, properties, readonly, wal
 from .background import Background, TaskContext
 from .compaction import executor
 from .iterator import Iterator, IteratorClosed, View, half_open
@@ -139,9 +139,8 @@ class DB:
         bad options, a folder that is not a store and not empty, or a missing/existing store
         against ``create_if_missing``/``error_if_exists``. A refused open creates nothing.
 
-        ``read_only=True``: no lock, nothing written, the store as of the open (even while a
-        writer has it open; any number of readers); writes raise :class:`StoreReadOnly`
-        (:mod:`.readonly`). A folder this process may not write opens this way.
+        ``read_only=True``: no lock, nothing written, the store as of the open, beside a writer
+        (:mod:`.readonly`); writes raise :class:`StoreReadOnly`.
         """
         if not isinstance(read_only, bool):
             raise InvalidArgument(f"read_only must be True or False, got {read_only!r}")
@@ -167,19 +166,9 @@ class DB:
         self._iterators: weakref.WeakSet = weakref.WeakSet()
         self._vs = VersionSet(self._fs, path, self._cache)
         self._bg = Background(self, options.background_compaction and not read_only)
-        with opening.os_errors(path, read_only):  # a read-only folder, a full disk: our error, naming the path
-            if read_only:
-                self._lockfile = readonly.NoLock()
-                readonly.load(self)
-                return
-            kind = recovery.check_folder(self._fs, path, options)
-            self._lockfile = recovery.StoreLock(path)
-            try:
-                recovery.recover(self, kind)
-            except BaseException:
-                self._release_lock()
-                raise
-        self._bg.start()
+        opening.open_store(self, read_only)  # recovery, or a read-only load; errors name the path
+        if not read_only:
+            self._bg.start()
 
     def _release_lock(self) -> None:
         self._lockfile.release()
@@ -431,12 +420,10 @@ class DB:
     def multi_get(self, keys, default=None, snapshot: Snapshot | None = None) -> list:
         """Values of ``keys`` in order (``default`` where absent). The filter checks of the whole
         batch are done by one kernel call (one hash per key); the memtable lookups and the
-        packing of the keys are C-speed passes (``map``, ``bytes.join``). ``keys`` is an iterable
-        of keys; one key (a ``str`` or ``bytes``) raises :class:`KeyTypeError` (a ``str`` is never
-        read as its characters)."""
+        packing of the keys are C-speed passes (``map``, ``bytes.join``). One key (``str``,
+        ``bytes``) instead of an iterable of keys raises :class:`KeyTypeError`."""
         if isinstance(keys, (str, bytes, bytearray, memoryview)):
-            raise KeyTypeError(f"multi_get takes an iterable of keys, not one {type(keys).__name__} key "
-                               f"(use get(key) or multi_get([key]))")
+            raise KeyTypeError(f"multi_get takes an iterable of keys, not one {type(keys).__name__} key")
         keys = list(keys)
         if not set(map(type, keys)) <= {bytes}:
             keys = [_key(k) for k in keys]
@@ -539,9 +526,7 @@ class DB:
         self._bg.compact_range(lo, hi)
 
     def checkpoint(self, dest) -> str:
-        """Write a consistent, openable copy of the store to the new folder ``dest`` without
-        stopping writers for more than a listing (tables hard-linked where possible); returns
-        its path. See :mod:`.checkpoint`."""
+        """A consistent, openable copy of the live store in the new folder ``dest`` (:mod:`.checkpoint`)."""
         return checkpoint.create(self, dest)
 
     def wait_for_compactions(self) -> None:
@@ -549,17 +534,12 @@ class DB:
         self._bg.wait_idle()
 
     def get_property(self, name):
-        """A property of the store by name (``"bloomdb.stats"``, ``"bloomdb.num-files-at-level0"``,
-        ``"bloomdb.estimate-num-keys"``, ``"bloomdb.filter-memory-bytes"``, ...; ``leveldb.``
-        names work too), ``None`` for an unknown name; ``bytes`` in, ``bytes`` out, as plyvel.
-        See :mod:`.properties`."""
+        """``"bloomdb.stats"``, ``"bloomdb.num-files-at-level0"``, ... or None (:mod:`.properties`)."""
         return properties.get(self, name)
 
     def approximate_size(self, start=None, end=None) -> int:
-        """Bytes of table files holding keys in ``[start, end)`` (plyvel's ``approximate_size``;
-        LevelDB counts no memtable data either)."""
-        return properties.approximate_size(self, None if start is None else _key(start),
-                                           None if end is None else _key(end))
+        """Bytes of table files holding keys in ``[start, end)`` (plyvel's; no memtable data)."""
+        return properties.approximate_size(self, *(None if k is None else _key(k) for k in (start, end)))
 
     def stats(self) -> dict:
         """Counters and shape: filter checks / useful (rejections) / positives / true positives,

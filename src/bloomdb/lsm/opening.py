@@ -1,5 +1,7 @@
-"""What :meth:`DB.open` and :meth:`DB.close` turn into the store's own errors.
+"""What :meth:`DB.open` does before the store runs, and the errors it and :meth:`DB.close` give.
 
+* :func:`open_store`: recovery (:mod:`.recovery`) under the process lock, or a read-only load
+  (:mod:`.readonly`), with ``OSError`` turned into our error as below;
 * :func:`os_errors`: an ``OSError`` while a store is opened (a read-only folder, a full disk, a
   file it may not read) becomes :class:`~bloomdb.errors.StoreIOError` naming the folder, the file
   and what to do -- never a raw ``PermissionError``/``OSError`` from deep inside recovery.
@@ -13,6 +15,7 @@ import errno as _errno
 from contextlib import contextmanager
 
 from ..errors import BloomDBError, StoreClosed, StoreIOError
+from . import readonly, recovery
 
 _NO_WRITE = {_errno.EACCES, _errno.EPERM, _errno.EROFS}
 _FULL = {_errno.ENOSPC, getattr(_errno, "EDQUOT", _errno.ENOSPC), _errno.EFBIG}
@@ -29,6 +32,23 @@ def advice(e: OSError, read_only: bool) -> str:
         return ("the disk is full (opening a store writes its recovered log as a table and a new log): "
                 "free space and open it again")
     return "check the folder and the disk, then open it again"
+
+
+def open_store(db, read_only: bool) -> None:
+    """Recover ``db`` (a :class:`~.db.DB` being opened) under its process lock -- released again
+    if recovery fails -- or, ``read_only``, load it without lock or writes."""
+    with os_errors(db.path, read_only):  # a read-only folder, a full disk: our error, naming the path
+        if read_only:
+            db._lockfile = readonly.NoLock()
+            readonly.load(db)
+            return
+        kind = recovery.check_folder(db._fs, db.path, db.options)
+        db._lockfile = recovery.StoreLock(db.path)
+        try:
+            recovery.recover(db, kind)
+        except BaseException:
+            db._lockfile.release()
+            raise
 
 
 @contextmanager
