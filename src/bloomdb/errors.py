@@ -53,6 +53,11 @@ class FilterFileNotFound(BloomDBError, FileNotFoundError):
     """A filter file to open does not exist (a :class:`FileNotFoundError` too)."""
 
 
+class FilterInUse(BloomDBError):
+    """A filter file is already open for writing (``mmap="r+"``) elsewhere, or a writable open
+    found it memory-mapped by a reader (advisory ``flock``; one writer per file)."""
+
+
 class OutOfMemory(BloomDBError, MemoryError):
     """The memory a filter needs could not be allocated (the message says how much)."""
 
