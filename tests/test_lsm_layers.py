@@ -1,5 +1,6 @@
-"""The LSM store's layers import only downwards (issue 14): ``lsm/sstable/`` and ``lsm/probe/``
-never import a module of the parent ``lsm`` package, and the kernels of each layer live in it."""
+"""The LSM store's layers import only downwards (issue 14): ``lsm/sstable/``, ``lsm/probe/`` and
+``lsm/compaction/`` never import a module of the parent ``lsm`` package, and the kernels of each
+layer live in it; ``DB`` is a thin front over modules with one job each."""
 
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ from bloomdb.lsm.options import MAX_LEVELS
 from bloomdb.lsm.probe import layout
 
 LSM = pathlib.Path(bloomdb.lsm.__file__).parent
-#: The parent package's modules a layer folder may still use (compaction edits versions; the
-#: version set that will own them is issue 14's next step).
-ALLOWED_UP = {"sstable": set(), "probe": set(), "compaction": {"version"}}
+#: The parent package's modules a layer folder may use: none.
+ALLOWED_UP = {"sstable": set(), "probe": set(), "compaction": set()}
 
 
 def _parent_imports(path: pathlib.Path) -> set[str]:
@@ -52,7 +52,21 @@ def test_the_directory_header_has_room_for_every_level():
     assert MAX_LEVELS - 1 <= layout.MAX_LISTED_LEVELS
     names = [n for n in dir(layout) if n.startswith(("S_", "P_")) and n not in ("P_LAZY", "P_LOADED", "P_OTHER", "P_DAMAGED")]
     slot = sorted(getattr(layout, n) for n in names if n.startswith("S_"))
-    assert max(slot) + 1 == layout.STRIDE and max(getattr(layout, n) for n in names if n.startswith("P_")) + 1 == layout.PSTRIDE
+    # the filter record (R_* fields) is the last field of a slot and of a partition entry
+    assert max(slot) == layout.S_REC and layout.S_REC + layout.RSTRIDE == layout.STRIDE
+    assert max(getattr(layout, n) for n in names if n.startswith("P_")) == layout.P_REC
+    assert layout.P_REC + layout.RSTRIDE == layout.PSTRIDE
+    rec = sorted(getattr(layout, n) for n in dir(layout) if n.startswith("R_"))
+    assert rec == list(range(len(rec))) and layout.R_P0 + layout.NUM_SCALARS == layout.RSTRIDE
     # the bound search reads a bound's prefix words, then its offset and length (sstable._block_kernels._first_not_below)
     assert layout.S_MAX_OFF == layout.S_MAX_W + 2 and layout.S_MAX_LEN == layout.S_MAX_W + 3
     assert (layout.P_LAST_W, layout.P_LAST_OFF, layout.P_LAST_LEN) == (0, 2, 3)
+
+
+def test_db_is_a_thin_front():
+    """Recovery, background scheduling and table reads live in their own modules (LevelDB's
+    ``db_impl`` / ``version_set`` / ``table_cache`` split), not in ``db.py``."""
+    src = (LSM / "db.py").read_text()
+    for gone in ("def _recover", "def _bg_loop", "def _pick", "def _resolve", "def _compact_levels", "fcntl"):
+        assert gone not in src, gone
+    assert len(src.splitlines()) < 600

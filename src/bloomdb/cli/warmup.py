@@ -10,15 +10,10 @@ HELP = "compile bloomdb's kernels into numba's cache ahead of first use (about a
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from ..warmup import STEPS
-
-    p.add_argument("--only", type=_steps(tuple(STEPS)), default=None,
-                   help=f"comma-separated steps (default all: {','.join(STEPS)})")
-
-
-def _steps(known):
     from .args import choices_list
 
-    return choices_list(known)
+    p.add_argument("--only", type=choices_list(tuple(STEPS)), default=None,
+                   help=f"comma-separated steps (default all: {','.join(STEPS)})")
 
 
 def run(args: argparse.Namespace) -> int:

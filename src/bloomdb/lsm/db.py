@@ -11,9 +11,11 @@ Durability: a write is appended to the WAL (one record per batch) before it is a
 a table or the manifest puts the store in an error state: later writes raise the error (reads
 keep working) -- after a failed fsync the file's state is unknown, so nothing may be built on it.
 
-Layers: the store's history -- the manifest, file numbers, the current version and the recovery of
-the table set -- is :class:`~.version_set.VersionSet`'s; :class:`DB` routes calls, owns the WAL,
-the memtables, the background thread and the read path (the probe layer, :mod:`.probe`).
+Layers (LevelDB's ``db_impl`` split the same way): :class:`DB` is the front that routes calls and
+owns the write path (WAL, memtables); opening and recovery are :mod:`.recovery`'s, the store's
+history -- manifest, file numbers, current version -- :class:`~.version_set.VersionSet`'s,
+flush/compaction scheduling and the thread :class:`~.background.Background`'s, and reads below
+the memtables the probe layer's (:class:`.probe.lookup.Reads`).
 """
 
 from __future__ import annotations
@@ -22,21 +24,22 @@ import os
 import threading
 import weakref
 from collections import Counter
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
 from ..checksum import crc32c
-from ..errors import BloomDBError, CorruptionError, InvalidArgument, KeyTypeError
-from . import identity, scan, wal
-from .compaction import executor, policy
+from ..errors import BloomDBError, InvalidArgument, KeyTypeError, StoreClosed
+from . import checkpoint, opening, properties, readonly, wal
+from .background import Background, TaskContext
+from .compaction import executor
+from .iterator import Iterator, IteratorClosed, View, half_open
 from .fs import RealFS
 from .memtable import MemTable
 from .options import MAX_LEVELS, Options
-from .probe import _probe_kernels as K
 from .probe import layout
-from .sstable import DELETED, MISSING, Table
-from .sstable.builder import build_table_arrays, pack_bytes
+from .probe.lookup import Reads
+from .sstable import DELETED, MISSING
 from .sstable.reader import BlockCache
 from .version import TableRef, Version
 from .version_set import VersionSet
@@ -52,8 +55,10 @@ def _key(key: Any) -> bytes:
         return key
     if t is str:
         return key.encode("utf-8")
-    if isinstance(key, (bytearray, memoryview)):
+    if isinstance(key, (bytes, bytearray, memoryview)):  # bytes subclasses (np.bytes_) too
         return bytes(key)
+    if isinstance(key, str):  # str subclasses (np.str_)
+        return str.encode(key, "utf-8")
     raise KeyTypeError(f"store keys are bytes or str, not {t.__name__}")
 
 
@@ -61,7 +66,7 @@ def _value(value: Any) -> bytes:
     t = type(value)
     if t is bytes:
         return value
-    if isinstance(value, (bytearray, memoryview)):
+    if isinstance(value, (bytes, bytearray, memoryview)):  # bytes subclasses (np.bytes_) too
         return bytes(value)
     raise KeyTypeError(f"store values are bytes, not {t.__name__}")
 
@@ -95,10 +100,19 @@ class Snapshot:
 
     def __init__(self, db: "DB", seq: int):
         self.seq = seq
+        self._db = db
         self._finalizer = weakref.finalize(self, db._release_snapshot, seq)
 
     def close(self) -> None:
         self._finalizer()
+
+    def get(self, key, default=None):
+        """``db.get(key, default)`` as of this snapshot (plyvel's ``Snapshot.get``)."""
+        return self._db.get(key, default, snapshot=self)
+
+    def iterator(self, **kwargs) -> Iterator:
+        """``db.iterator(..., snapshot=self)`` (plyvel's ``Snapshot.iterator``)."""
+        return self._db.iterator(snapshot=self, **kwargs)
 
     def __enter__(self) -> "Snapshot":
         return self
@@ -107,25 +121,13 @@ class Snapshot:
         self.close()
 
 
-class _Ctx:
-    """What the compaction executor needs from the store."""
-
-    def __init__(self, db: "DB", smallest: int):
-        self.fs = db._fs
-        self.folder = db.path
-        self.options = db.options
-        self.cache = db._cache
-        self.smallest_snapshot = smallest
-        self.new_file_number = db._new_file_number
-
-
 class DB:
     """An LSM key-value store in a folder. Keys and values are bytes (str keys become UTF-8);
     keys are ordered bytewise. Open with :meth:`DB.open`; use as a context manager."""
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | os.PathLike, options: Options | None = None) -> "DB":
+    def open(cls, path: str | os.PathLike, options: Options | None = None, read_only: bool = False) -> "DB":
         """Open (or create) the store at ``path``: recovers the WAL, cleans files a crash left.
 
         A store is created only in a new or empty folder (its identity file ``BLOOMDB`` is
@@ -136,75 +138,40 @@ class DB:
         Raises :class:`CorruptionError` naming the damaged file, :class:`InvalidArgument` for
         bad options, a folder that is not a store and not empty, or a missing/existing store
         against ``create_if_missing``/``error_if_exists``. A refused open creates nothing.
-        """
-        return cls(os.fspath(path), (options or Options()).validated())
 
-    def __init__(self, path: str, options: Options):
+        ``read_only=True``: no lock, nothing written, the store as of the open, beside a writer
+        (:mod:`.readonly`); writes raise :class:`StoreReadOnly`.
+        """
+        if not isinstance(read_only, bool):
+            raise InvalidArgument(f"read_only must be True or False, got {read_only!r}")
+        return cls(os.fspath(path), (options or Options()).validated(), read_only)
+
+    def __init__(self, path: str, options: Options, read_only: bool = False):
         self.path = path
+        self.read_only = read_only
         self.options = options
         self._fs = options.fs or RealFS()
         self._lock = threading.RLock()
         self._cond = threading.Condition(self._lock)
-        self._compaction_lock = threading.Lock()
         self._snapshots: Counter = Counter()
         self._keep_old = False  # a snapshot is live: memtables keep the versions they replace
         self._bg_error: BaseException | None = None
         self._closed = False
         self._closing = False
-        self._mem_limit = options.memtable_bytes
+        self._mem_limit = 0 if read_only else options.memtable_bytes  # 0: put() checks, and refuses
         self._cache = BlockCache(options.block_cache_bytes) if options.compression and options.block_cache_bytes else None
-        self._compact_pointers: dict[int, bytes] = {}
-        self._manual_pending = False
         self._stats = Counter()
-        self._blocks_read = 0  # plain attributes, not counters: they are updated on every read
-        self._true_positive = 0
+        self._reads = Reads()
         self._probe_base = np.zeros(3, np.int64)
-        self._lockfile = None
+        self._iterators: weakref.WeakSet = weakref.WeakSet()
         self._vs = VersionSet(self._fs, path, self._cache)
-        fs = self._fs
-        kind = identity.inspect(fs, path)  # raises for a folder that is not ours and not empty
-        exists = kind in (identity.STORE, identity.LEGACY)
-        if exists and options.error_if_exists:
-            raise InvalidArgument(f"{path}: store exists (error_if_exists=True)")
-        if not exists and not options.create_if_missing:
-            why = " (its creation was interrupted)" if kind == identity.HALF else ""
-            raise InvalidArgument(f"{path}: no store here{why} (create_if_missing=False)")
-        if kind == identity.ABSENT:
-            identity.claim(fs, path)  # the identity file first: from now on the folder is ours
-        self._take_lock()
-        try:
-            self._recover(exists, kind == identity.LEGACY)
-            if kind == identity.LEGACY:  # after the first manifest with reservations is durable
-                identity.claim(fs, path)
-        except BaseException:
-            self._release_lock()
-            raise
-        self._thread = None
-        if options.background_compaction:
-            self._thread = threading.Thread(target=self._bg_loop, name=f"bloomdb-lsm:{path}", daemon=True)
-            self._thread.start()
-            with self._lock:
-                self._cond.notify_all()
-        else:
-            self._maybe_compact_inline()
-
-    def _take_lock(self) -> None:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - non-POSIX
-            return
-        f = open(os.path.join(self.path, "LOCK"), "a+")
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            f.close()
-            raise BloomDBError(f"{self.path}: the store is open in another process") from None
-        self._lockfile = f
+        self._bg = Background(self, options.background_compaction and not read_only)
+        opening.open_store(self, read_only)  # recovery, or a read-only load; errors name the path
+        if not read_only:
+            self._bg.start()
 
     def _release_lock(self) -> None:
-        if self._lockfile is not None:
-            self._lockfile.close()
-            self._lockfile = None
+        self._lockfile.release()
 
     def _file(self, name: str) -> str:
         return os.path.join(self.path, name)
@@ -213,36 +180,6 @@ class DB:
     def _version(self) -> Version:
         """The current version (owned by the version set)."""
         return self._vs.current
-
-    def _recover(self, exists: bool, legacy: bool = False) -> None:
-        """Recover the table set (:meth:`VersionSet.recover`: manifest, tables, obsolete files),
-        replay the logs it names into a table, start a new log and save the manifest."""
-        fs = self._fs
-        vs = self._vs
-        logs = vs.recover(exists, legacy)
-        seq = vs.last_seq
-        mem = MemTable()
-        damage: list[int] = []
-        for n in logs:
-            if damage:
-                continue  # paranoid_checks=False stopped at damage: later writes are not replayed
-            p = self._file(f"{n:06d}.log")
-            for first, ops in wal.read_log(fs.read_all(p), p, self.options.paranoid_checks, damage):
-                for i, (k, v) in enumerate(ops):
-                    mem.add(first + i, k, v, True)
-                seq = max(seq, first + len(ops) - 1)
-        self._seq = seq
-        if len(mem):
-            info = self._write_table(mem, 0)
-            vs.current = vs.current.apply(set(), [info])  # made durable by the save below
-        log_number = self._new_file_number()
-        self._log = wal.LogWriter(fs, self._file(f"{log_number:06d}.log"), log_number, self.options.wal_buffer_bytes)
-        self._mem = MemTable(log_number)
-        self._imm = None
-        vs.save(log_number, self._seq)
-        for n in logs:
-            fs.remove(self._file(f"{n:06d}.log"))
-        self._state = (self._mem, None, vs.current)
 
     def _new_file_number(self) -> int:
         """A new file number reserved by a durable manifest (:meth:`VersionSet.new_file_number`);
@@ -255,15 +192,11 @@ class DB:
                 raise
 
     def _write_table(self, mem: MemTable, level: int) -> TableRef:
-        kd, ko, trs, vd, vo = mem.table_arrays()
-        number = self._new_file_number()
-        p = executor.table_path(self.path, number)
+        """Write ``mem`` as a new table for ``level`` (a flush, or recovery's replayed logs)."""
         last = all(not self._version.levels[i] for i in range(1, MAX_LEVELS))
-        o = self.options
-        info = build_table_arrays(self._fs, p, number, kd, ko, trs, vd, vo, o.filter_for(level, last), o.block_size,
-                                  o.restart_interval, o.compression, partition_blocks=o.partition_blocks())
+        info, table = executor.write_table(TaskContext(self, 0), self._new_file_number(), mem.table_arrays(), level, last)
         self._stats["bytes_flushed"] += info.file_size
-        return TableRef(level, info, Table(self._fs, p, number, self._cache))
+        return TableRef(level, info, table)
 
     # -- closing ------------------------------------------------------------------------------
     def close(self) -> None:
@@ -273,12 +206,15 @@ class DB:
                 return
             self._closing = True
             self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join()
+        self._bg.stop()
+        for it in list(self._iterators):
+            it.close()
         with self._lock:
             self._closed = True
+            self._state = opening.Closed(self.path)  # every later read raises StoreClosed
             try:
-                self._log.close()
+                if self._log is not None:  # None: read-only
+                    self._log.close()
             finally:
                 self._release_lock()
 
@@ -298,7 +234,9 @@ class DB:
     # -- writing ------------------------------------------------------------------------------
     def _check_writable(self) -> None:
         if self._closed or self._closing:
-            raise BloomDBError(f"{self.path}: the store is closed")
+            raise StoreClosed(f"{self.path}: the store is closed")
+        if self.read_only:
+            raise readonly.refuse(self.path, "writing")
         if self._bg_error is not None:
             raise BloomDBError(f"{self.path}: the store stopped after an I/O error: {self._bg_error!r}")
 
@@ -375,16 +313,16 @@ class DB:
             if self._mem.bytes < o.memtable_bytes:
                 return
             if self._imm is not None or len(self._version.levels[0]) >= o.level0_stop:
-                if self._thread is None:
+                if self._bg.thread is None:
                     self._flush_imm()
-                    self._maybe_compact_inline()
+                    self._bg.compact_inline()
                 else:
                     self._cond.wait()
                 continue
             self._switch_memtable()
-            if self._thread is None:
+            if self._bg.thread is None:
                 self._flush_imm()
-                self._maybe_compact_inline()
+                self._bg.compact_inline()
             return
 
     def _switch_memtable(self) -> None:
@@ -403,33 +341,7 @@ class DB:
         self._state = (self._mem, self._imm, self._version)
         self._cond.notify_all()
 
-    # -- background work ----------------------------------------------------------------------
-    def _pick(self):
-        v = self._version
-        shape = [[policy.TableShape(r.number, r.info.file_size, r.info.min_key, r.info.max_key) for r in lvl]
-                 for lvl in v.levels]
-        o = self.options
-        return policy.pick(shape, self._compact_pointers, o.level0_trigger, o.level1_bytes, o.level_ratio)
-
-    def _bg_loop(self) -> None:
-        while True:
-            with self._lock:
-                while not self._closing and self._bg_error is None and self._imm is None and self._pick() is None:
-                    self._cond.wait()
-                if self._bg_error is not None or (self._closing and self._imm is None):
-                    self._cond.notify_all()
-                    return
-            try:
-                if self._imm is not None:
-                    self._flush_imm()
-                elif not self._closing:
-                    self._compact_once()
-            except BaseException as e:  # noqa: BLE001 - reported to writers
-                with self._lock:
-                    self._bg_error = e
-                    self._cond.notify_all()
-                return
-
+    # -- installing what background work made ------------------------------------------------
     def _flush_imm(self) -> None:
         imm = self._imm
         if imm is None:
@@ -470,36 +382,6 @@ class DB:
             if not any(r.number == n for r in new.all_refs()):
                 self._fs.remove(executor.table_path(self.path, n))
 
-    def _compact_once(self) -> bool:
-        """Run the policy's next compaction, if any (serialised with other compactions)."""
-        with self._compaction_lock:
-            with self._lock:
-                task = self._pick()
-            if task is None:
-                return False
-            self._run_task(task)
-            return True
-
-    def _run_task(self, task) -> None:
-        """Execute ``task`` (caller holds the compaction lock) and install its edit."""
-        with self._lock:
-            version = self._version
-            smallest = min(self._snapshots) if self._snapshots else self._seq
-        try:
-            deleted, added, written = executor.run(task, version, _Ctx(self, smallest))
-            self._stats["bytes_compacted"] += written
-            self._stats["compactions"] += 1
-            if task.level > 0:
-                self._compact_pointers[task.level] = task.largest
-            self._install(deleted, added)
-        except BaseException as e:
-            self._fail(e)
-            raise
-
-    def _maybe_compact_inline(self) -> None:
-        while self._compact_once():
-            pass
-
     def _release_snapshot(self, seq: int) -> None:
         with self._lock:
             self._snapshots[seq] -= 1
@@ -532,62 +414,16 @@ class DB:
         if e is not None:
             v = e[1]
             return default if v is None else v
-        p = ver._probe or ver.probe()
-        s = K.probe(p[0], key, 0)
-        if s == -1:
-            return default
-        if s >= 0:  # the common case, one call shorter: the filter said "may contain"
-            r = self._read(ver, s, key, snap)
-            if r is MISSING:
-                r = self._read_from(ver, K.probe(ver.refresh_probe()[0], key, s + 1), key, snap)
-        else:
-            r = self._read_from(ver, s, key, snap)
+        r = self._reads.get(ver, key, snap)
         return default if r is MISSING or r is DELETED else r
-
-    def _read_from(self, ver: Version, s: int, key: bytes, snap: int):
-        """Follow the probe kernel's answer ``s`` (a slot, ``-slot - 2``: Python checks the
-        filter first, or -1: none) through the tables until one holds ``key``: its value,
-        DELETED or MISSING."""
-        while s != -1:
-            if s < -1:
-                s = -s - 2
-                r = self._read(ver, s, key, snap) if self._ask(ver, s, key) else MISSING
-            else:
-                r = self._read(ver, s, key, snap)
-            if r is not MISSING:
-                return r
-            s = K.probe(ver.refresh_probe()[0], key, s + 1)
-        return MISSING
-
-    def _ask(self, ver: Version, s: int, key: bytes) -> bool:
-        """The filter check the kernel left to Python (a filter to load, partitions, another
-        family): counted like the kernel's; False means "not here"."""
-        return self._ask_many(ver, s, [key])[0]
-
-    def _ask_many(self, ver: Version, s: int, keys: list[bytes]) -> list[bool]:
-        """:meth:`_ask` for several keys of one slot: one batched call per filter."""
-        verdicts = ver.directory.check_many(s, keys)
-        ver.refresh_probe()  # the check may have laid the directory out again
-        st = self._stats
-        no = verdicts.count(False)
-        yes = verdicts.count(True)
-        st["filter_checks"] += no + yes
-        st["filter_useful"] += no
-        st["filter_positive"] += yes
-        return [v is not False for v in verdicts]
-
-    def _read(self, ver: Version, s: int, key: bytes, snap: int):
-        """Read table slot ``s`` for ``key`` (one data block): value, DELETED or MISSING."""
-        r = ver.slots[s].table.get(key, snap)
-        self._blocks_read += 1
-        if r is not MISSING:
-            self._true_positive += 1
-        return r
 
     def multi_get(self, keys, default=None, snapshot: Snapshot | None = None) -> list:
         """Values of ``keys`` in order (``default`` where absent). The filter checks of the whole
         batch are done by one kernel call (one hash per key); the memtable lookups and the
-        packing of the keys are C-speed passes (``map``, ``bytes.join``)."""
+        packing of the keys are C-speed passes (``map``, ``bytes.join``). One key (``str``,
+        ``bytes``) instead of an iterable of keys raises :class:`KeyTypeError`."""
+        if isinstance(keys, (str, bytes, bytearray, memoryview)):
+            raise KeyTypeError(f"multi_get takes an iterable of keys, not one {type(keys).__name__} key")
         keys = list(keys)
         if not set(map(type, keys)) <= {bytes}:
             keys = [_key(k) for k in keys]
@@ -614,44 +450,8 @@ class DB:
             if not todo:
                 return out
             sub = [keys[i] for i in todo]
-        data, offsets = pack_bytes(sub)
-        slots = np.empty(len(sub), np.int64)
-        p = ver._probe or ver.probe()
-        K.probe_many(p[0], data, offsets, slots)
-        hits = np.flatnonzero(slots != -1)
-        if hits.size:
-            sl = slots.tolist()
-            self._resolve(ver, {j: sl[j] for j in hits.tolist()}, sub, snap, out, todo)
+        self._reads.get_many(ver, sub, snap, out, todo)
         return out
-
-    def _resolve(self, ver: Version, pending: dict, keys: list, snap: int, out: list, todo) -> None:
-        """Follow the kernel's answers ``pending`` (key index -> slot, or ``-slot - 2``: Python
-        checks the filter first) for a batch, round by round: the keys handed to Python are
-        checked with one batched filter call per slot (:meth:`_ask_many`), then every key that
-        may be in its slot reads it; a key not found there is probed again from the next slot.
-        Sets ``out[todo[j]]`` for every key found with a value."""
-        while pending:
-            asks: dict[int, list[int]] = {}
-            for j, s in pending.items():
-                if s < -1:
-                    asks.setdefault(-s - 2, []).append(j)
-            passed = {}
-            for slot, js in asks.items():
-                passed.update(zip(js, self._ask_many(ver, slot, [keys[j] for j in js])))
-            nxt = {}
-            for j, s in pending.items():
-                if s < -1:
-                    s = -s - 2
-                    if not passed[j]:
-                        nxt[j] = s + 1
-                        continue
-                r = self._read(ver, s, keys[j], snap)
-                if r is MISSING:
-                    nxt[j] = s + 1
-                elif r is not DELETED:
-                    out[todo[j]] = r
-            d = ver.refresh_probe()[0]
-            pending = {j: s for j, s in ((j, K.probe(d, keys[j], s)) for j, s in nxt.items()) if s != -1}
 
     def __contains__(self, key) -> bool:
         return self.get(key, _ABSENT) is not _ABSENT
@@ -659,44 +459,42 @@ class DB:
     def snapshot(self) -> Snapshot:
         """A consistent view as of now; versions it can see are kept until it is released."""
         with self._lock:
+            if self._closed:
+                raise StoreClosed(f"{self.path}: the store is closed")
             seq = self._seq
             self._snapshots[seq] += 1
             self._keep_old = True
             return Snapshot(self, seq)
 
-    def scan(self, start=None, end=None, reverse: bool = False, snapshot: Snapshot | None = None) -> Iterator[tuple[bytes, bytes]]:
-        """``(key, value)`` pairs with ``start <= key < end`` in key order (descending with
-        ``reverse``), as of one consistent point (``snapshot`` or the call's start)."""
-        start = None if start is None else _key(start)
-        end = None if end is None else _key(end)
-        own = None
+    def iterator(self, start=None, stop=None, include_start: bool = True, include_stop: bool = False,
+                 prefix=None, reverse: bool = False, include_key: bool = True, include_value: bool = True,
+                 snapshot: Snapshot | None = None) -> Iterator:
+        """A cursor over the keys in the range (plyvel's signature and semantics, see
+        :mod:`.iterator`), as of ``snapshot`` or of now (an implicit snapshot held until the
+        iterator is closed). Cost: the memtables' entries in the range are copied under the lock;
+        tables are read a block at a time as the cursor moves."""
+        lo, hi = half_open(None if start is None else _key(start), None if stop is None else _key(stop),
+                           include_start, include_stop, None if prefix is None else _key(prefix))
         with self._lock:
-            if snapshot is None:
-                own = self.snapshot()
-                snap = own.seq
-            else:
-                snap = snapshot.seq
+            if self._closed:
+                raise IteratorClosed(f"{self.path}: the store is closed")
+            own = self.snapshot() if snapshot is None else None
+            snap = snapshot.seq if own is None else own.seq
             mem, imm, ver = self._state
-            sources = [mem.range_items(start, end, snap)]
-            if imm is not None:
-                sources.append(imm.range_items(start, end, snap))
-        return self._scan_iter(sources, ver, start, end, reverse, snap, own)
+            items = [mem.range_items(lo, hi, snap)] + ([imm.range_items(lo, hi, snap)] if imm is not None else [])
+        it = Iterator(View(items, ver, snap), lo, hi, reverse, include_key, include_value,
+                      None if own is None else own.close)
+        self._iterators.add(it)
+        return it
 
-    def _scan_iter(self, sources, ver, start, end, reverse, snap, own):
-        inputs = [scan.memtable_chunks(items) for items in sources]
-        for li, level in enumerate(ver.levels):
-            tabs = [r.table for r in level
-                    if not ((end is not None and r.table.min_key >= end) or (start is not None and r.table.max_key < start))]
-            if not tabs:
-                continue
-            if li == 0:  # L0 tables overlap: one merge input each
-                inputs.extend(scan.table_chunks([t], start, end, reverse) for t in tabs)
-            else:  # a level's tables are disjoint and in key order: one input
-                inputs.append(scan.table_chunks(tabs, start, end, reverse))
-        return scan.merged(inputs, start, end, reverse, snap, None if own is None else own.close)
+    def scan(self, start=None, end=None, reverse: bool = False, snapshot: Snapshot | None = None) -> Iterator:
+        """``(key, value)`` pairs with ``start <= key < end`` in key order (descending with
+        ``reverse``), as of one consistent point (``snapshot`` or the call's start): the bulk form
+        of :meth:`iterator` (no Python frame per pair)."""
+        return self.iterator(start, end, reverse=reverse, snapshot=snapshot).drain()
 
     def __iter__(self):
-        return (k for k, _ in self.scan())
+        return self.iterator(include_value=False).drain()
 
     # -- maintenance --------------------------------------------------------------------------
     def flush(self) -> None:
@@ -704,7 +502,7 @@ class DB:
         with self._lock:
             self._check_writable()
             while self._imm is not None:
-                if self._thread is None:
+                if self._bg.thread is None:
                     self._flush_imm()
                 else:
                     self._cond.wait()
@@ -712,7 +510,7 @@ class DB:
             if len(self._mem) == 0:
                 return
             self._switch_memtable()
-            if self._thread is None:
+            if self._bg.thread is None:
                 self._flush_imm()
                 return
             while self._imm is not None:
@@ -725,64 +523,51 @@ class DB:
         self.flush()
         lo = None if start is None else _key(start)
         hi = None if end is None else _key(end)
-        with self._compaction_lock:
-            self._compact_levels(lo, hi)
-        with self._lock:
-            self._cond.notify_all()
+        self._bg.compact_range(lo, hi)
 
-    def _compact_levels(self, lo, hi) -> None:
-        for level in range(MAX_LEVELS - 1):
-            with self._lock:
-                v = self._version
-                deepest = v.deepest_nonempty()
-                if level >= deepest and not v.levels[level]:
-                    break
-                ins = [r for r in v.levels[level]
-                       if (hi is None or r.info.min_key <= hi) and (lo is None or r.info.max_key >= lo)]
-                if not ins or (level == deepest and level > 0):
-                    continue
-                a = min(r.info.min_key for r in ins)
-                b = max(r.info.max_key for r in ins)
-                below = [r for r in v.levels[level + 1] if not (r.info.max_key < a or r.info.min_key > b)]
-                if below:
-                    a = min(a, min(r.info.min_key for r in below))
-                    b = max(b, max(r.info.max_key for r in below))
-                bottom = all(not any(not (r.info.max_key < a or r.info.min_key > b) for r in v.levels[n])
-                             for n in range(level + 2, MAX_LEVELS))
-                task = policy.Task(level, tuple(r.number for r in ins), tuple(r.number for r in below),
-                                   False, bottom, a, b)
-            self._run_task(task)
+    def checkpoint(self, dest) -> str:
+        """A consistent, openable copy of the live store in the new folder ``dest`` (:mod:`.checkpoint`)."""
+        return checkpoint.create(self, dest)
 
     def wait_for_compactions(self) -> None:
         """Block until no flush or compaction is pending (tests and benchmarks)."""
-        with self._lock:
-            while self._thread is not None and self._bg_error is None and (self._imm is not None or self._pick() is not None):
-                self._cond.wait(0.05)
+        self._bg.wait_idle()
+
+    def get_property(self, name):
+        """``"bloomdb.stats"``, ``"bloomdb.num-files-at-level0"``, ... or None (:mod:`.properties`)."""
+        return properties.get(self, name)
+
+    def approximate_size(self, start=None, end=None) -> int:
+        """Bytes of table files holding keys in ``[start, end)`` (plyvel's; no memtable data)."""
+        return properties.approximate_size(self, *(None if k is None else _key(k) for k in (start, end)))
 
     def stats(self) -> dict:
         """Counters and shape: filter checks / useful (rejections) / positives / true positives,
         damaged filters, data blocks read, block-cache hits, tables and bytes per level, write
-        amplification (table bytes written / user bytes logged) and read amplification (tables
-        read per filter-passing lookup)."""
+        amplification (table bytes written / user bytes logged), read amplification (data blocks
+        read per lookup that found its key) and the memory held by filters (read so far, with
+        their copies in the probe directory) and by the tables' indexes."""
         mem, imm, ver = self._state
         counters = self._probe_base.copy()
         if ver._probe is not None:
             counters += ver.refresh_probe()[0][layout.C_CHECKS : layout.C_POSITIVE + 1]
         st = self._stats
-        checks = int(counters[0]) + st["filter_checks"]
-        useful = int(counters[1]) + st["filter_useful"]
-        positive = int(counters[2]) + st["filter_positive"]
+        rd = self._reads
+        checks = int(counters[0]) + rd.checks
+        useful = int(counters[1]) + rd.useful
+        positive = int(counters[2]) + rd.positive
         refs = ver.all_refs()
-        wal_bytes = st["wal_bytes"] + self._log.bytes
+        held = ver.memory()
+        wal_bytes = st["wal_bytes"] + (self._log.bytes if self._log is not None else 0)
         logged = max(1, wal_bytes)
         return {
             "filter_checks": checks,
             "filter_useful": useful,
             "filter_positive": positive,
-            "true_positive": self._true_positive,
+            "true_positive": rd.true_positive,
             "filter_useful_ratio": useful / checks if checks else 0.0,
             "filters_damaged": sum(1 for r in refs if r.table.filter_damaged),
-            "data_blocks_read": self._blocks_read,
+            "data_blocks_read": rd.blocks_read,
             "block_cache_hits": self._cache.hits if self._cache else 0,
             "block_cache_misses": self._cache.misses if self._cache else 0,
             "tables_per_level": [len(level) for level in ver.levels],
@@ -790,7 +575,9 @@ class DB:
             "filter_bytes": sum(r.table.filter_bytes for r in refs),
             "compactions": st["compactions"],
             "write_amplification": (st["bytes_flushed"] + st["bytes_compacted"]) / logged if wal_bytes else 0.0,
-            "read_amplification": self._blocks_read / max(1, self._true_positive),
+            "read_amplification": rd.blocks_read / max(1, rd.true_positive),
+            "filter_memory_bytes": held[0],
+            "index_memory_bytes": held[1],
             "memtable_entries": len(mem) + (len(imm) if imm is not None else 0),
             "last_sequence": self._seq,
         }

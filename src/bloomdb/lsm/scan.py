@@ -55,10 +55,14 @@ def memtable_chunks(items) -> Iterator[tuple]:
     yield kd, ko, trs, vd, vo
 
 
-def table_chunks(tables, start, end, reverse: bool) -> Iterator[tuple]:
+def table_chunks(tables, start, end, reverse: bool, first_blocks: int | None = None) -> Iterator[tuple]:
     """Packed chunks of the tables' blocks that may hold keys in ``[start, end)``, in key order
-    (tables in key order, non-overlapping), or in reverse (each chunk still ascending inside)."""
+    (tables in key order, non-overlapping), or in reverse (each chunk still ascending inside).
+    ``first_blocks``: the first chunk decodes that many blocks and each next one twice as many, up
+    to ``CHUNK_BLOCKS`` (a cursor that seeks and reads a few entries decodes a block or two, not
+    ``CHUNK_BLOCKS``); default ``CHUNK_BLOCKS`` from the start (a scan)."""
     order = reversed(tables) if reverse else tables
+    step = CHUNK_BLOCKS if first_blocks is None else max(1, min(first_blocks, CHUNK_BLOCKS))
     for t in order:
         nb = t.num_blocks()
         a = 0 if start is None else t.first_block_for(start)
@@ -66,11 +70,19 @@ def table_chunks(tables, start, end, reverse: bool) -> Iterator[tuple]:
         if a > b or a >= nb:
             continue
         if not reverse:
-            for i in range(a, b + 1, CHUNK_BLOCKS):
-                yield t.decode_arrays(i, min(b, i + CHUNK_BLOCKS - 1))
+            i = a
+            while i <= b:
+                j = min(b, i + step - 1)
+                yield t.decode_arrays(i, j)
+                i = j + 1
+                step = min(CHUNK_BLOCKS, step * 2)
         else:
-            for j in range(b, a - 1, -CHUNK_BLOCKS):
-                yield t.decode_arrays(max(a, j - CHUNK_BLOCKS + 1), j)
+            j = b
+            while j >= a:
+                i = max(a, j - step + 1)
+                yield t.decode_arrays(i, j)
+                j = i - 1
+                step = min(CHUNK_BLOCKS, step * 2)
 
 
 class _Source:
@@ -113,13 +125,18 @@ def merged(sources: list[Iterator[tuple]], start, end, reverse: bool, snap: int,
 
 def _rounds(sources, start, end, reverse, snap, on_close):
     try:
-        yield from _rounds_open(sources, start, end, reverse, snap)
+        for keys, vals in visible_rounds(sources, start, end, reverse, snap):
+            yield zip(keys, vals)
     finally:
         if on_close is not None:
             on_close()
 
 
-def _rounds_open(sources, start, end, reverse, snap):
+def visible_rounds(sources, start, end, reverse: bool, snap: int, values: bool = True, hide=None):
+    """Per round, ``(keys, values)`` of the visible entries of the merged ``sources`` with
+    ``start <= key < end`` in scan order: two sequences of ``bytes`` (``values`` is ``None`` when
+    ``values=False``: no value becomes a Python object). ``hide(kdata, koff, trailers, sel)``, if
+    given, returns the entries of ``sel`` (merged indexes) to keep (range tombstones)."""
     lo = None if start is None else np.frombuffer(start, np.uint8)
     hi = None if end is None else np.frombuffer(end, np.uint8)
     srcs = [_Source(s, lo, hi, reverse) for s in sources]
@@ -158,13 +175,16 @@ def _rounds_open(sources, start, end, reverse, snap):
         kd, ko, tr, vd, vo = concat_packed(takes)
         run_starts = np.cumsum([0] + [len(p[2]) for p in takes])
         sel = SK.merge_visible(kd, ko, tr, run_starts, snap, reverse)
+        if hide is not None and sel.shape[0]:
+            sel = hide(kd, ko, tr, sel)
         if sel.shape[0] == 0:
             continue
         n = tr.shape[0]
         keys = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(ko), pa.py_buffer(kd)]).to_pylist()
-        vals = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(vo), pa.py_buffer(vd)]).to_pylist()
-        pick = itemgetter(*sel.tolist())
+        vals = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(vo), pa.py_buffer(vd)]).to_pylist() if values else None
         if sel.shape[0] == 1:
-            yield zip((pick(keys),), (pick(vals),))
+            i = int(sel[0])
+            yield (keys[i],), (None if vals is None else (vals[i],))
         else:
-            yield zip(pick(keys), pick(vals))
+            pick = itemgetter(*sel.tolist())
+            yield pick(keys), (None if vals is None else pick(vals))

@@ -21,13 +21,25 @@ from ..sstable import Table
 from ..sstable._block_kernels import gather
 from ..sstable.builder import build_table_arrays
 from ..sstable.reader import decode_tables
-from ..version import TableRef, Version
 from . import _merge_kernels as K
 from .policy import Task
 
 
 def table_path(folder: str, number: int) -> str:
     return os.path.join(folder, f"{number:06d}.sst")
+
+
+def write_table(ctx, number: int, arrays, level: int, last_level: bool):
+    """Write the packed entries ``arrays`` (``kdata, koff, trailers, vdata, voff``) as table
+    ``number`` for ``level`` under ``ctx``'s options (the level's filter, block size,
+    compression); returns ``(TableInfo, Table)``. ``last_level``: nothing lives below ``level``
+    (the options may pick another filter there). Cost: one pass over the entries, one file."""
+    opts = ctx.options
+    path = table_path(ctx.folder, number)
+    info = build_table_arrays(ctx.fs, path, number, *arrays, opts.filter_for(level, last_level),
+                              opts.block_size, opts.restart_interval, opts.compression,
+                              partition_blocks=opts.partition_blocks())
+    return info, Table(ctx.fs, path, number, ctx.cache)
 
 
 def merge_arrays(runs, smallest_snapshot: int, bottom: bool):
@@ -46,35 +58,31 @@ def merge_arrays(runs, smallest_snapshot: int, bottom: bool):
     return kd, ko, trs[idx], vd, vo
 
 
-def run(task: Task, version: Version, ctx) -> tuple[set[int], list[TableRef], int]:
-    """Execute ``task`` against ``version``. ``ctx`` gives ``fs``, ``folder``, ``options``,
-    ``cache``, ``new_file_number()`` and ``smallest_snapshot``. Returns
-    ``(deleted table numbers, added table refs, bytes written)``; the caller installs the edit.
+def run(task: Task, version, ctx) -> tuple[set[int], list[tuple[int, object, Table]], int]:
+    """Execute ``task`` against ``version`` (its ``all_refs()``: objects with ``number``,
+    ``level``, ``info`` and ``table``; its ``levels``). ``ctx`` gives ``fs``, ``folder``,
+    ``options``, ``cache``, ``new_file_number()`` and ``smallest_snapshot``. Returns
+    ``(deleted table numbers, added (level, TableInfo, Table), bytes written)``; the caller
+    installs the edit.
     """
     by_number = {r.number: r for r in version.all_refs()}
     out_level = task.level + 1
     if task.trivial_move:
         refs = [by_number[n] for n in task.inputs]
-        return {r.number for r in refs}, [TableRef(out_level, r.info, r.table) for r in refs], 0
+        return {r.number for r in refs}, [(out_level, r.info, r.table) for r in refs], 0
     runs = [[by_number[n].table] for n in task.inputs]  # L0 tables overlap: one run each
     below = sorted((by_number[n] for n in task.next_inputs), key=lambda r: r.info.min_key)
     if below:
         runs.append([r.table for r in below])  # one level's tables: a single sorted run
     kd, ko, tr, vd, vo = merge_arrays(runs, ctx.smallest_snapshot, task.bottom)
-    opts = ctx.options
     last_level = all(not version.levels[i] for i in range(out_level + 1, len(version.levels)))
-    spec = opts.filter_for(out_level, last_level)
     added = []
     written = 0
     a = 0
-    for b in K.split_points(kd, ko, vo, opts.table_bytes).tolist():
-        number = ctx.new_file_number()
-        path = table_path(ctx.folder, number)
-        info = build_table_arrays(ctx.fs, path, number, kd[ko[a] : ko[b]], ko[a : b + 1] - ko[a], tr[a:b],
-                                  vd[vo[a] : vo[b]], vo[a : b + 1] - vo[a], spec,
-                                  opts.block_size, opts.restart_interval, opts.compression,
-                                  partition_blocks=opts.partition_blocks())
+    for b in K.split_points(kd, ko, vo, ctx.options.table_bytes).tolist():
+        arrays = (kd[ko[a] : ko[b]], ko[a : b + 1] - ko[a], tr[a:b], vd[vo[a] : vo[b]], vo[a : b + 1] - vo[a])
+        info, table = write_table(ctx, ctx.new_file_number(), arrays, out_level, last_level)
         a = b
         written += info.file_size
-        added.append(TableRef(out_level, info, Table(ctx.fs, path, number, ctx.cache)))
+        added.append((out_level, info, table))
     return set(task.all_inputs), added, written

@@ -1,0 +1,165 @@
+"""The store's background work: when to flush and compact, and the thread that does it (LevelDB's
+``MaybeScheduleCompaction`` / ``BackgroundCall`` half of ``db_impl``).
+
+:class:`Background` owns the scheduling -- the compaction thread (or inline work in the writer
+with ``Options(background_compaction=False)``), the policy call (:func:`.compaction.policy.pick`)
+and its round-robin compact pointers, manual ``compact_range`` tasks -- and runs each task
+through :func:`.compaction.executor.run`. What a task changes is installed by its store
+(``DB._install``: the manifest through the version set, then one state swap); a failure stops
+the store's writes (``DB._fail``). It works under the store's lock and condition variable:
+writers wait on it for room, the thread waits on it for work.
+
+Cost: ``pick`` is O(tables) per wake-up; a task's cost is the executor's (numba kernels that
+release the GIL, so a compaction barely slows the writer).
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .compaction import executor, policy
+from .options import MAX_LEVELS
+from .version import TableRef
+
+
+class TaskContext:
+    """What the compaction executor needs from the store (files, options, file numbers)."""
+
+    def __init__(self, db, smallest_snapshot: int):
+        self.fs = db._fs
+        self.folder = db.path
+        self.options = db.options
+        self.cache = db._cache
+        self.smallest_snapshot = smallest_snapshot
+        self.new_file_number = db._new_file_number
+
+
+class Background:
+    """Flushes and compactions of ``db`` (a :class:`~.db.DB`); ``threaded``: in a daemon thread."""
+
+    def __init__(self, db, threaded: bool):
+        self.db = db
+        self.compact_pointers: dict[int, bytes] = {}
+        self.compaction_lock = threading.Lock()  # one compaction at a time (thread or manual)
+        self.thread = None
+        if threaded:
+            self.thread = threading.Thread(target=self._loop, name=f"bloomdb-lsm:{db.path}", daemon=True)
+
+    def start(self) -> None:
+        """Start the thread (or, inline, run the compactions the opened store needs)."""
+        if self.thread is None:
+            self.compact_inline()
+            return
+        self.thread.start()
+        with self.db._lock:
+            self.db._cond.notify_all()
+
+    def stop(self) -> None:
+        """Wait for the thread to end (the caller set ``db._closing`` and notified)."""
+        if self.thread is not None:
+            self.thread.join()
+
+    # -- scheduling ---------------------------------------------------------------------------
+    def pick(self):
+        """The policy's next task for the current version, or None (caller holds the lock)."""
+        v = self.db._version
+        shape = [[policy.TableShape(r.number, r.info.file_size, r.info.min_key, r.info.max_key) for r in lvl]
+                 for lvl in v.levels]
+        o = self.db.options
+        return policy.pick(shape, self.compact_pointers, o.level0_trigger, o.level1_bytes, o.level_ratio)
+
+    def _loop(self) -> None:
+        db = self.db
+        while True:
+            with db._lock:
+                while not db._closing and db._bg_error is None and db._imm is None and self.pick() is None:
+                    db._cond.wait()
+                if db._bg_error is not None or (db._closing and db._imm is None):
+                    db._cond.notify_all()
+                    return
+            try:
+                if db._imm is not None:
+                    db._flush_imm()
+                elif not db._closing:
+                    self.compact_once()
+            except BaseException as e:  # noqa: BLE001 - reported to writers
+                with db._lock:
+                    db._bg_error = e
+                    db._cond.notify_all()
+                return
+
+    def compact_inline(self) -> None:
+        """Run every compaction the policy asks for now, in the caller."""
+        while self.compact_once():
+            pass
+
+    def wait_idle(self) -> None:
+        """Block until no flush or compaction is pending (threaded; inline work is never pending)."""
+        db = self.db
+        with db._lock:
+            while self.thread is not None and db._bg_error is None and (db._imm is not None or self.pick() is not None):
+                db._cond.wait(0.05)
+
+    # -- running tasks ------------------------------------------------------------------------
+    def compact_once(self) -> bool:
+        """Run the policy's next compaction, if any (serialised with other compactions)."""
+        with self.compaction_lock:
+            with self.db._lock:
+                task = self.pick()
+            if task is None:
+                return False
+            self.run_task(task)
+            return True
+
+    def compact_range(self, lo: bytes | None, hi: bytes | None) -> None:
+        """Merge every table overlapping ``[lo, hi]`` down level by level until that range lives
+        in one level (the caller flushed first)."""
+        with self.compaction_lock:
+            for level in range(MAX_LEVELS - 1):
+                with self.db._lock:
+                    v = self.db._version
+                    deepest = v.deepest_nonempty()
+                    if level >= deepest and not v.levels[level]:
+                        break
+                    task = _range_task(v, level, lo, hi, deepest)
+                if task is not None:
+                    self.run_task(task)
+        with self.db._lock:
+            self.db._cond.notify_all()
+
+    def run_task(self, task) -> None:
+        """Execute ``task`` (caller holds the compaction lock) and install its edit."""
+        db = self.db
+        with db._lock:
+            version = db._version
+            smallest = min(db._snapshots) if db._snapshots else db._seq
+        try:
+            deleted, added, written = executor.run(task, version, TaskContext(db, smallest))
+            db._stats["bytes_compacted"] += written
+            db._stats["compactions"] += 1
+            if task.level > 0:
+                self.compact_pointers[task.level] = task.largest
+            db._install(deleted, [TableRef(level, info, table) for level, info, table in added])
+        except BaseException as e:
+            db._fail(e)
+            raise
+
+
+def _overlaps(r, a: bytes | None, b: bytes | None) -> bool:
+    return (b is None or r.info.min_key <= b) and (a is None or r.info.max_key >= a)
+
+
+def _range_task(v, level: int, lo, hi, deepest: int):
+    """The manual task moving ``level``'s tables overlapping ``[lo, hi]`` one level down, or
+    None when there is nothing to move (or ``level`` is the deepest, below L0)."""
+    ins = [r for r in v.levels[level] if _overlaps(r, lo, hi)]
+    if not ins or (level == deepest and level > 0):
+        return None
+    a = min(r.info.min_key for r in ins)
+    b = max(r.info.max_key for r in ins)
+    below = [r for r in v.levels[level + 1] if _overlaps(r, a, b)]
+    if below:
+        a = min(a, min(r.info.min_key for r in below))
+        b = max(b, max(r.info.max_key for r in below))
+    bottom = not any(_overlaps(r, a, b) for n in range(level + 2, MAX_LEVELS) for r in v.levels[n])
+    return policy.Task(level, tuple(r.number for r in ins), tuple(r.number for r in below), False, bottom, a, b)
