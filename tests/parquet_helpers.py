@@ -1,9 +1,14 @@
-"""Shared by the Parquet page reader's tests: a copy of a file with bytes of one column chunk flipped."""
+"""Shared by the Parquet page reader's tests: reads compared with pyarrow's, and a copy of a file
+with bytes of one column chunk flipped."""
 
 from __future__ import annotations
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 from hypothesis import strategies as st
+
+from bloomdb.parquet import ParquetColumns
 
 
 def flipped_copy(p, q, data):
@@ -18,3 +23,32 @@ def flipped_copy(p, q, data):
         raw[at] ^= data.draw(st.integers(1, 255))
     q.write_bytes(bytes(raw))
     return md, c
+
+
+def check_arrow(path, seed: int = 0, declined: tuple = (), expect=None) -> int:
+    """Every column of every row group read whole, at random ascending positions (with repeats),
+    at the last row and at none: equal to pyarrow's reading, type included. Columns in
+    ``declined`` must return None; others must be read. Returns the number of reads compared."""
+    rng = np.random.default_rng(seed)
+    pf = pq.ParquetFile(path)
+    reads = 0
+    with ParquetColumns(path) as pc:
+        for g in range(pf.metadata.num_row_groups):
+            ref = pf.read_row_group(g)
+            n = ref.num_rows
+            for name in ref.column_names:
+                col = ref.column(name).combine_chunks()
+                picks = [None, np.zeros(0, np.int64)]
+                if n:
+                    picks += [np.sort(rng.choice(n, min(n, 41), replace=True)), np.array([n - 1])]
+                for positions in picks:
+                    got = pc.read_arrow(g, name, positions)
+                    if name in declined:
+                        assert got is None, name
+                        continue
+                    assert got is not None, (path, g, name)
+                    want = col if positions is None else col.take(pa.array(positions, pa.int64()))
+                    assert got.type == want.type, (name, got.type, want.type)
+                    assert got.equals(want), (name, g, positions)
+                    reads += 1
+    return reads
