@@ -149,7 +149,7 @@ def _duck(probe, build, how, aggs=True):
     con = duckdb.connect()
     con.register("probe", probe)
     con.register("build", build)
-    sel = "count(*), sum(v), min(v), max(v)" if aggs else "p.*" + (", b.w" if how == "inner" else "")
+    sel = "count(*), sum(v), min(v), max(v), avg(v)" if aggs else "p.*" + (", b.w" if how == "inner" else "")
     where = {"inner": "from probe p join build b on p.k = b.k",
              "semi": "from probe p where exists (select 1 from build b where b.k = p.k)",
              "anti": "from probe p where not exists (select 1 from build b where b.k = p.k)"}[how]
@@ -164,14 +164,43 @@ def test_filtered_join_equals_duckdb(client, dataset, how, plan, source):
     src = root if source == "parquet" else dd.from_pandas(probe, npartitions=4)
     bdd = dd.from_pandas(build, npartitions=3)
     kw = dict(on="k", how=how, broadcast_rows=0 if plan == "shuffle" else 10**9)
-    got = bd.filtered_join(src, bdd, aggregates=["count(*)", "sum(v)", "min(v)", "max(v)"], **kw)
+    got = bd.filtered_join(src, bdd, aggregates=["count(*)", "sum(v)", "min(v)", "max(v)", "avg(v)"], **kw)
     want = _duck(probe, build, how).iloc[0].tolist()
-    assert [got["count(*)"], got["sum(v)"], got["min(v)"], got["max(v)"]] == want
+    assert [got["count(*)"], got["sum(v)"], got["min(v)"], got["max(v)"]] == want[:4]
+    assert got["avg(v)"] == pytest.approx(want[4], rel=1e-12)  # sum and count per partition, divided once
     rows = bd.filtered_join(src, bdd, **kw).compute()
     wrows = _duck(probe, build, how, aggs=False)
     cols = list(wrows.columns)
     norm = lambda d: sorted(map(tuple, d[cols].astype(object).where(d[cols].notna(), None).values.tolist()), key=repr)  # noqa: E731
     assert norm(rows) == norm(wrows)
+
+
+def test_hive_dataset_string_keys_and_other_key_names(client, tmp_path):
+    """A hive-partitioned folder (partition values are columns), string keys named differently on
+    each side, and an aggregate over a build column: as DuckDB answers."""
+    probe, build = _data()
+    probe = probe.assign(region=np.where(probe.index % 2 == 0, "eu", "us"))
+    for r in ("eu", "us"):
+        (tmp_path / f"region={r}").mkdir()
+        part = probe[probe.region == r].drop(columns=["region"])
+        pq.write_table(pa.Table.from_pandas(part, preserve_index=False), tmp_path / f"region={r}" / "f.parquet")
+    users = pd.DataFrame({"name": [f"user{i}" for i in range(0, 700, 9)], "score": np.arange(0, 700, 9) % 13})
+    con = duckdb.connect()
+    con.register("probe", probe)
+    con.register("users", users)
+    want = con.execute("select count(*), sum(v), sum(score) from probe join users on s = name "
+                       "where region = 'eu'").fetchone()
+    got = bd.filtered_join(str(tmp_path), dd.from_pandas(users, npartitions=2), left_on="s", right_on="name",
+                           aggregates=["count(*)", "sum(v)", "sum(build.score)"], columns=None)
+    total = con.execute("select count(*), sum(v), sum(score) from probe join users on s = name").fetchone()
+    assert (got["count(*)"], got["sum(v)"], got["sum(build.score)"]) == total
+    rows = bd.filtered_join(str(tmp_path), dd.from_pandas(users, npartitions=2), left_on="s", right_on="name",
+                            columns=["region", "v", "score"]).compute()
+    eu = rows[rows.region == "eu"]
+    assert (len(eu), eu.v.sum(), eu.score.sum()) == want
+    sh = bd.filtered_join(dd.from_pandas(probe, npartitions=3), dd.from_pandas(users, npartitions=2), left_on="s",
+                          right_on="name", aggregates=["count(*)", "sum(v)", "sum(build.score)"], broadcast_rows=0)
+    assert (sh["count(*)"], sh["sum(v)"], sh["sum(build.score)"]) == total
 
 
 def test_explain_reports_rejections_and_bytes(client, dataset):

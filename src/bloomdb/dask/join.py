@@ -30,8 +30,11 @@ import pyarrow as pa
 
 from ..errors import InvalidArgument
 from ..join import hash_join
-from ..join.plan import HOWS, parse_aggregates, parse_on
-from .files import parquet_files, uncompressed_bytes
+from ..join.aggregate import combine, final
+from ..join.dataset import MultiSource, ProbeFile, dataset_files
+from ..join.plan import HOWS, Agg, parse_aggregates, parse_on
+from ..join.sources import schema_of
+from .files import uncompressed_bytes
 from .partitions import keys_of, present, ship
 
 #: Build sides up to this many rows are broadcast; larger ones use the shuffle plan.
@@ -109,8 +112,10 @@ def _join_part(i: int, probe: Any, build: Any, kw: dict, plain: bool = True) -> 
     if isinstance(probe, pd.DataFrame):
         probe = probe.drop(columns=[_PART]) if _PART in probe.columns else probe
         plain_bytes = int(probe.memory_usage(deep=True, index=False).sum()) if plain else 0
-    elif plain:
-        plain_bytes = uncompressed_bytes(probe, None)
+    elif isinstance(probe, tuple):  # (ProbeFile, the dataset's schema): one file, its hive partition values kept
+        pf, schema = probe
+        plain_bytes = uncompressed_bytes(pf.path, None) if plain else 0
+        probe = MultiSource([pf], schema, True, 65536)
     if isinstance(build, pd.DataFrame) and _PART in build.columns:
         build = build.drop(columns=[_PART])
     result, st = hash_join(probe, build, explain=True, **kw)
@@ -154,12 +159,26 @@ def _tag_build(part: pd.DataFrame, key: str, nparts: int) -> pd.DataFrame:
     return part
 
 
+def _partial_aggs(aggs: list[Agg]) -> tuple[dict, list[Agg]]:
+    """What each partition computes: the aggregates as asked, except ``avg(x)`` as ``sum(x)`` and
+    ``count(x)`` (an average of averages is not the average); and those as :class:`Agg`."""
+    ask: dict[str, tuple] = {}
+    for a in aggs:
+        col = None if a.column is None else f"{a.side}.{a.column}"
+        if a.func == "avg":
+            ask[f"{a.out} sum"], ask[f"{a.out} count"] = ("sum", col), ("count", col)
+        else:
+            ask[a.out] = (a.func, col)
+    return ask, [Agg(f, c, name) for name, (f, c) in ask.items()]
+
+
+def _final_aggs(aggs: list[Agg], total: dict) -> dict:
+    return {a.out: final(a, (total[f"{a.out} sum"], total[f"{a.out} count"])) if a.func == "avg" else total[a.out]
+            for a in aggs}
+
+
 def _combine_aggs(aggs: list, *partials: dict) -> dict:
     """Partial aggregates of several partitions folded into one (the join's own combine rule)."""
-    try:
-        from ..join.aggregate import combine  # type: ignore[import-not-found]
-    except ImportError:  # before bloomdb.join.aggregate exists
-        from ..join.hash_join import _combine as combine
     out = dict(partials[0])
     for p in partials[1:]:
         for a in aggs:
@@ -191,12 +210,20 @@ def _build_table(build: Any, columns: list[str] | None) -> pa.Table:
     return read_all(build, columns) if columns is not None else to_arrow_table(build)
 
 
-def _probe_schema(probe: Any, files: list[str] | None) -> pa.Schema:
-    if files is not None:
-        import pyarrow.parquet as pq
+def _probe_files(probe: Any) -> tuple[list[ProbeFile], pa.Schema] | None:
+    """The files of a Parquet probe dataset (:func:`bloomdb.join.dataset.dataset_files`: folder,
+    hive partitions, glob, list of paths; or one file) and their schema; None for a Dask frame."""
+    import os
 
-        return pq.read_schema(files[0])
-    return pa.Schema.from_pandas(probe._meta, preserve_index=False)
+    import pyarrow.parquet as pq
+
+    if isinstance(probe, (str, os.PathLike)) and os.path.isfile(probe):
+        return [ProbeFile(os.fspath(probe))], pq.read_schema(probe)
+    found = dataset_files(probe)
+    if found is None:
+        return None
+    files, schema = found
+    return files, schema if schema is not None else pq.read_schema(files[0].path)
 
 
 def _meta(probe_schema: pa.Schema, build_schema: pa.Schema, kw: dict) -> pd.DataFrame:
@@ -230,16 +257,19 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
     if how not in HOWS:
         raise InvalidArgument(f"how must be one of {HOWS}, got {how!r}")
     pkeys, bkeys = parse_on(on, left_on, right_on)
-    files = parquet_files(probe)
-    if files is None and not isinstance(probe, dd.DataFrame):
-        raise InvalidArgument(f"probe must be a Dask DataFrame or a Parquet dataset path, got {type(probe).__name__}")
     if isinstance(broadcast_rows, bool) or not isinstance(broadcast_rows, int) or broadcast_rows < 0:
         raise InvalidArgument(f"broadcast_rows must be a non-negative integer, got {broadcast_rows!r}")
-    pschema = _probe_schema(probe, files)
+    found = None if isinstance(probe, dd.DataFrame) else _probe_files(probe)
+    if found is None and not isinstance(probe, dd.DataFrame):
+        raise InvalidArgument(f"probe must be a Dask DataFrame or a Parquet dataset path, got {type(probe).__name__}")
+    files, pschema = found if found is not None else (None, pa.Schema.from_pandas(probe._meta, preserve_index=False))
     build_rows = int(len(build)) if isinstance(build, dd.DataFrame) else None
-    kw = dict(left_on=pkeys, right_on=bkeys, how=how, columns=columns, aggregates=aggregates, filter=filter,
+    bschema = pa.Schema.from_pandas(build._meta, preserve_index=False) if isinstance(build, dd.DataFrame) \
+        else schema_of(build)
+    aggs = parse_aggregates(aggregates, pschema, bschema, how) if aggregates is not None else None
+    ask, part_aggs = _partial_aggs(aggs) if aggs is not None else (None, None)
+    kw = dict(left_on=pkeys, right_on=bkeys, how=how, columns=columns, aggregates=ask, filter=filter,
               pushdown=pushdown, threads=1)
-    aggs = parse_aggregates(aggregates, pschema) if aggregates is not None else None
     workers = _client_workers()
 
     if build_rows is None or build_rows <= broadcast_rows:
@@ -247,7 +277,7 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
         meta = None if aggs else _meta(pschema, bt.schema, kw)
         shipped = ship(bt)
         if files is not None:
-            parts = [dask.delayed(_join_part, nout=2)(i, f, shipped, kw) for i, f in enumerate(files)]
+            parts = [dask.delayed(_join_part, nout=2)(i, (f, pschema), shipped, kw) for i, f in enumerate(files)]
         else:
             parts = [dask.delayed(_join_part, nout=2)(i, p, shipped, kw) for i, p in enumerate(probe.to_delayed())]
         plan, build_bytes, nbuild = "broadcast", int(bt.nbytes), bt.num_rows
@@ -257,7 +287,10 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
         from .build import build_filter
 
         if files is not None:
-            probe = dd.read_parquet(files)
+            if any(f.partition for f in files):
+                raise InvalidArgument("the shuffle plan reads plain Parquet files; hive-partitioned datasets "
+                                      "join with the broadcast plan (raise broadcast_rows)")
+            probe = dd.read_parquet([f.path for f in files])
         for side, frame, keys in (("probe", probe._meta, pkeys), ("build", build._meta, bkeys)):
             for k in keys:
                 if k not in frame.columns:
@@ -290,11 +323,11 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
     if aggs is not None:
         from .build import _tree
 
-        total = _tree(results, functools.partial(_combine_aggs, aggs), split_every)
+        total = _tree(results, functools.partial(_combine_aggs, part_aggs), split_every)
         if not explain:
-            return total.compute()
+            return _final_aggs(aggs, total.compute())
         value, stats = dask.compute(total, stats_parts)
-        return value, DaskJoinStats(how, plan, filter, nbuild, build_bytes, workers, list(stats))
+        return _final_aggs(aggs, value), DaskJoinStats(how, plan, filter, nbuild, build_bytes, workers, list(stats))
     if explain:
         results, stats_parts = dask.persist(results, stats_parts)
         stats = DaskJoinStats(how, plan, filter, nbuild, build_bytes, workers, list(dask.compute(*stats_parts)))
