@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 
 from ..checksum import crc32c
-from ..errors import BloomDBError, InvalidArgument, KeyTypeError
-from . import recovery, wal
+from ..errors import BloomDBError, InvalidArgument, KeyTypeError, StoreClosed
+from . import checkpoint, opening, properties, readonly, wal
 from .background import Background, TaskContext
 from .compaction import executor
 from .iterator import Iterator, IteratorClosed, View, half_open
@@ -55,8 +55,10 @@ def _key(key: Any) -> bytes:
         return key
     if t is str:
         return key.encode("utf-8")
-    if isinstance(key, (bytearray, memoryview)):
+    if isinstance(key, (bytes, bytearray, memoryview)):  # bytes subclasses (np.bytes_) too
         return bytes(key)
+    if isinstance(key, str):  # str subclasses (np.str_)
+        return str.encode(key, "utf-8")
     raise KeyTypeError(f"store keys are bytes or str, not {t.__name__}")
 
 
@@ -64,7 +66,7 @@ def _value(value: Any) -> bytes:
     t = type(value)
     if t is bytes:
         return value
-    if isinstance(value, (bytearray, memoryview)):
+    if isinstance(value, (bytes, bytearray, memoryview)):  # bytes subclasses (np.bytes_) too
         return bytes(value)
     raise KeyTypeError(f"store values are bytes, not {t.__name__}")
 
@@ -125,7 +127,7 @@ class DB:
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | os.PathLike, options: Options | None = None) -> "DB":
+    def open(cls, path: str | os.PathLike, options: Options | None = None, read_only: bool = False) -> "DB":
         """Open (or create) the store at ``path``: recovers the WAL, cleans files a crash left.
 
         A store is created only in a new or empty folder (its identity file ``BLOOMDB`` is
@@ -136,11 +138,17 @@ class DB:
         Raises :class:`CorruptionError` naming the damaged file, :class:`InvalidArgument` for
         bad options, a folder that is not a store and not empty, or a missing/existing store
         against ``create_if_missing``/``error_if_exists``. A refused open creates nothing.
-        """
-        return cls(os.fspath(path), (options or Options()).validated())
 
-    def __init__(self, path: str, options: Options):
+        ``read_only=True``: no lock, nothing written, the store as of the open, beside a writer
+        (:mod:`.readonly`); writes raise :class:`StoreReadOnly`.
+        """
+        if not isinstance(read_only, bool):
+            raise InvalidArgument(f"read_only must be True or False, got {read_only!r}")
+        return cls(os.fspath(path), (options or Options()).validated(), read_only)
+
+    def __init__(self, path: str, options: Options, read_only: bool = False):
         self.path = path
+        self.read_only = read_only
         self.options = options
         self._fs = options.fs or RealFS()
         self._lock = threading.RLock()
@@ -150,22 +158,17 @@ class DB:
         self._bg_error: BaseException | None = None
         self._closed = False
         self._closing = False
-        self._mem_limit = options.memtable_bytes
+        self._mem_limit = 0 if read_only else options.memtable_bytes  # 0: put() checks, and refuses
         self._cache = BlockCache(options.block_cache_bytes) if options.compression and options.block_cache_bytes else None
         self._stats = Counter()
         self._reads = Reads()
         self._probe_base = np.zeros(3, np.int64)
         self._iterators: weakref.WeakSet = weakref.WeakSet()
         self._vs = VersionSet(self._fs, path, self._cache)
-        kind = recovery.check_folder(self._fs, path, options)
-        self._lockfile = recovery.StoreLock(path)
-        try:
-            recovery.recover(self, kind)
-        except BaseException:
-            self._release_lock()
-            raise
-        self._bg = Background(self, options.background_compaction)
-        self._bg.start()
+        self._bg = Background(self, options.background_compaction and not read_only)
+        opening.open_store(self, read_only)  # recovery, or a read-only load; errors name the path
+        if not read_only:
+            self._bg.start()
 
     def _release_lock(self) -> None:
         self._lockfile.release()
@@ -208,8 +211,10 @@ class DB:
             it.close()
         with self._lock:
             self._closed = True
+            self._state = opening.Closed(self.path)  # every later read raises StoreClosed
             try:
-                self._log.close()
+                if self._log is not None:  # None: read-only
+                    self._log.close()
             finally:
                 self._release_lock()
 
@@ -229,7 +234,9 @@ class DB:
     # -- writing ------------------------------------------------------------------------------
     def _check_writable(self) -> None:
         if self._closed or self._closing:
-            raise BloomDBError(f"{self.path}: the store is closed")
+            raise StoreClosed(f"{self.path}: the store is closed")
+        if self.read_only:
+            raise readonly.refuse(self.path, "writing")
         if self._bg_error is not None:
             raise BloomDBError(f"{self.path}: the store stopped after an I/O error: {self._bg_error!r}")
 
@@ -413,7 +420,10 @@ class DB:
     def multi_get(self, keys, default=None, snapshot: Snapshot | None = None) -> list:
         """Values of ``keys`` in order (``default`` where absent). The filter checks of the whole
         batch are done by one kernel call (one hash per key); the memtable lookups and the
-        packing of the keys are C-speed passes (``map``, ``bytes.join``)."""
+        packing of the keys are C-speed passes (``map``, ``bytes.join``). One key (``str``,
+        ``bytes``) instead of an iterable of keys raises :class:`KeyTypeError`."""
+        if isinstance(keys, (str, bytes, bytearray, memoryview)):
+            raise KeyTypeError(f"multi_get takes an iterable of keys, not one {type(keys).__name__} key")
         keys = list(keys)
         if not set(map(type, keys)) <= {bytes}:
             keys = [_key(k) for k in keys]
@@ -449,6 +459,8 @@ class DB:
     def snapshot(self) -> Snapshot:
         """A consistent view as of now; versions it can see are kept until it is released."""
         with self._lock:
+            if self._closed:
+                raise StoreClosed(f"{self.path}: the store is closed")
             seq = self._seq
             self._snapshots[seq] += 1
             self._keep_old = True
@@ -513,9 +525,21 @@ class DB:
         hi = None if end is None else _key(end)
         self._bg.compact_range(lo, hi)
 
+    def checkpoint(self, dest) -> str:
+        """A consistent, openable copy of the live store in the new folder ``dest`` (:mod:`.checkpoint`)."""
+        return checkpoint.create(self, dest)
+
     def wait_for_compactions(self) -> None:
         """Block until no flush or compaction is pending (tests and benchmarks)."""
         self._bg.wait_idle()
+
+    def get_property(self, name):
+        """``"bloomdb.stats"``, ``"bloomdb.num-files-at-level0"``, ... or None (:mod:`.properties`)."""
+        return properties.get(self, name)
+
+    def approximate_size(self, start=None, end=None) -> int:
+        """Bytes of table files holding keys in ``[start, end)`` (plyvel's; no memtable data)."""
+        return properties.approximate_size(self, *(None if k is None else _key(k) for k in (start, end)))
 
     def stats(self) -> dict:
         """Counters and shape: filter checks / useful (rejections) / positives / true positives,
@@ -534,7 +558,7 @@ class DB:
         positive = int(counters[2]) + rd.positive
         refs = ver.all_refs()
         held = ver.memory()
-        wal_bytes = st["wal_bytes"] + self._log.bytes
+        wal_bytes = st["wal_bytes"] + (self._log.bytes if self._log is not None else 0)
         logged = max(1, wal_bytes)
         return {
             "filter_checks": checks,
