@@ -19,6 +19,8 @@ COMMANDS = (
     "bloomdb.cli.join_bench",
     "bloomdb.cli.db_bench",
     "bloomdb.cli.db_stress",
+    "bloomdb.cli.ldb",
+    "bloomdb.cli.sst_dump",
     "bloomdb.cli.warmup",
 )
 
