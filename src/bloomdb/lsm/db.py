@@ -30,7 +30,7 @@ import numpy as np
 
 from ..checksum import crc32c
 from ..errors import BloomDBError, InvalidArgument, KeyTypeError
-from . import recovery, wal
+from . import rangedel, recovery, wal
 from .background import Background, TaskContext
 from .compaction import executor
 from .iterator import Iterator, IteratorClosed, View, half_open
@@ -44,7 +44,7 @@ from .sstable.reader import BlockCache
 from .version import TableRef, Version
 from .version_set import VersionSet
 
-MAX_SEQ = (1 << 56) - 1
+from .rangedel import MAX_SEQ  # noqa: E402  (re-exported)
 _PUT_HEAD = wal.PUT_HEAD
 _U32 = wal._U32
 
@@ -70,7 +70,7 @@ def _value(value: Any) -> bytes:
 
 
 class WriteBatch:
-    """Puts and deletes applied atomically by :meth:`DB.write` (all or none, even after a crash)."""
+    """Puts, deletes and range deletes applied atomically by :meth:`DB.write` (all or none, even after a crash)."""
 
     __slots__ = ("ops",)
 
@@ -83,6 +83,13 @@ class WriteBatch:
 
     def delete(self, key) -> "WriteBatch":
         self.ops.append((_key(key), None))
+        return self
+
+    def delete_range(self, start, end) -> "WriteBatch":
+        """Delete every key in ``[start, end)`` (a range tombstone, :mod:`.rangedel`)."""
+        start, end = _key(start), _key(end)
+        if rangedel.check_range(start, end):
+            self.ops.append((start, wal.RangeEnd(end)))
         return self
 
     def clear(self) -> None:
@@ -191,7 +198,8 @@ class DB:
     def _write_table(self, mem: MemTable, level: int) -> TableRef:
         """Write ``mem`` as a new table for ``level`` (a flush, or recovery's replayed logs)."""
         last = all(not self._version.levels[i] for i in range(1, MAX_LEVELS))
-        info, table = executor.write_table(TaskContext(self, 0), self._new_file_number(), mem.table_arrays(), level, last)
+        info, table = executor.write_table(TaskContext(self, 0), self._new_file_number(), mem.table_arrays(), level, last,
+                                           mem.rdels)
         self._stats["bytes_flushed"] += info.file_size
         return TableRef(level, info, table)
 
@@ -272,6 +280,12 @@ class DB:
             self._seq = seq
             self._mem.add(seq, key, None, self._keep_old)
 
+    def delete_range(self, start, end, sync: bool = False) -> None:
+        """Remove every key in ``[start, end)`` (RocksDB's ``DeleteRange``): one WAL record and
+        one range tombstone whatever the number of keys (:mod:`.rangedel`). ``end < start``
+        raises :class:`InvalidArgument`; ``start == end`` does nothing."""
+        self.write(WriteBatch().delete_range(start, end), sync)
+
     def write(self, batch: WriteBatch, sync: bool = False) -> None:
         """Apply ``batch`` atomically: one WAL record, consecutive sequence numbers."""
         if not isinstance(batch, WriteBatch):
@@ -284,10 +298,7 @@ class DB:
             self._make_room()
             first = self._seq + 1
             self._append(wal.encode_batch(first, ops), sync)
-            keep = self._keep_old
-            add = self._mem.add
-            for i, (k, v) in enumerate(ops):
-                add(first + i, k, v, keep)
+            self._mem.apply(first, ops, self._keep_old)
             self._seq = first + len(ops) - 1
 
     def _append(self, record: bytes, sync: bool) -> None:
@@ -393,7 +404,11 @@ class DB:
         """
         if type(key) is not bytes:
             key = _key(key)
-        mem, imm, ver = self._state
+        mem, imm, ver = state = self._state
+        if mem.rdels or ver.range_dels or (imm is not None and imm.rdels):
+            c = rangedel.covered(self, state, snapshot, (key,))
+            if c:
+                return default if c[0] is None else c[0]
         if snapshot is None:
             e = mem.latest.get(key)
             if e is None and imm is not None:
@@ -410,6 +425,13 @@ class DB:
         r = self._reads.get(ver, key, snap)
         return default if r is MISSING or r is DELETED else r
 
+    def _view(self, lo, hi, snap: int, state) -> View:
+        """What an iterator over ``[lo, hi)`` of ``state`` at ``snap`` reads (caller holds the lock)."""
+        mem, imm, ver = state
+        items = [mem.range_items(lo, hi, snap)] + ([imm.range_items(lo, hi, snap)] if imm is not None else [])
+        rd = rangedel.of_state(mem, imm, ver, snap)
+        return View(items, ver, snap, None if rd is None else rd.hide)
+
     def multi_get(self, keys, default=None, snapshot: Snapshot | None = None) -> list:
         """Values of ``keys`` in order (``default`` where absent). The filter checks of the whole
         batch are done by one kernel call (one hash per key); the memtable lookups and the
@@ -417,8 +439,16 @@ class DB:
         keys = list(keys)
         if not set(map(type, keys)) <= {bytes}:
             keys = [_key(k) for k in keys]
+        mem, imm, ver = state = self._state
+        out = self._multi_get(keys, default, snapshot, state)
+        if mem.rdels or ver.range_dels or (imm is not None and imm.rdels):
+            for i, v in (rangedel.covered(self, state, snapshot, keys) or {}).items():
+                out[i] = default if v is None else v
+        return out
+
+    def _multi_get(self, keys, default, snapshot, state) -> list:
         n = len(keys)
-        mem, imm, ver = self._state
+        mem, imm, ver = state
         if snapshot is None:
             snap = MAX_SEQ
             found = list(map(mem.latest.get, keys))
@@ -468,10 +498,8 @@ class DB:
                 raise IteratorClosed(f"{self.path}: the store is closed")
             own = self.snapshot() if snapshot is None else None
             snap = snapshot.seq if own is None else own.seq
-            mem, imm, ver = self._state
-            items = [mem.range_items(lo, hi, snap)] + ([imm.range_items(lo, hi, snap)] if imm is not None else [])
-        it = Iterator(View(items, ver, snap), lo, hi, reverse, include_key, include_value,
-                      None if own is None else own.close)
+            view = self._view(lo, hi, snap, self._state)
+        it = Iterator(view, lo, hi, reverse, include_key, include_value, None if own is None else own.close)
         self._iterators.add(it)
         return it
 
