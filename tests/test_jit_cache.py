@@ -64,3 +64,25 @@ def test_bloomdb_kernels_use_the_closure_locator():
     from bloomdb.filters import _blocked_kernels
 
     assert isinstance(_blocked_kernels.add_hashes._cache._impl._locator, _jit_cache.LOCATORS)
+
+
+def test_the_lsm_probe_kernels_stamp_covers_every_family_kernel_it_calls():
+    """The LSM's probe kernel compiles in every filter family's ``check_hash`` (the modules
+    ``filters.probe.PROBE_KERNELS`` names) and the block kernels' bound search: an edit to any
+    of them must change the probe kernel's cache stamp."""
+    import importlib
+
+    from bloomdb.filters.probe import PROBE_KERNELS
+
+    pkg = _jit_cache.PACKAGE_DIR
+    probe = os.path.join(pkg, "lsm", "probe", "_probe_kernels.py")
+    seen, todo = set(), [probe]
+    while todo:
+        f = todo.pop()
+        if f not in seen:
+            seen.add(f)
+            todo.extend(_jit_cache.imported_files(f))
+    want = {importlib.import_module(m).__file__ for m in set(PROBE_KERNELS.values())}
+    want |= {os.path.join(pkg, "lsm", "probe", "layout.py"), os.path.join(pkg, "lsm", "sstable", "_block_kernels.py"),
+             os.path.join(pkg, "hashing", "_leveldb_kernels.py")}
+    assert want <= seen, sorted(want - seen)

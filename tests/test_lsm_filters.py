@@ -47,7 +47,7 @@ def test_a_tables_filter_is_read_on_its_first_lookup_and_kept(tmp_path):
         assert sorted(r.info.min_key[:2] for r in ver.slots if r.table.filter_loaded) == [b"t1", b"t2"]
         # loaded filters live in the directory now: the kernel checks them itself
         kinds = {r.info.min_key[:2]: int(ver.probe()[0][K.SLOTS + K.STRIDE * s]) for s, r in enumerate(ver.slots)}
-        assert kinds == {b"t0": K.LAZY, b"t1": K.BLOCKED, b"t2": K.BLOCKED, b"t3": K.LAZY}
+        assert kinds == {b"t0": K.LAZY, b"t1": K.FILTER, b"t2": K.FILTER, b"t3": K.LAZY}
 
 
 def _reference(ver, key):

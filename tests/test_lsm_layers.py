@@ -52,7 +52,12 @@ def test_the_directory_header_has_room_for_every_level():
     assert MAX_LEVELS - 1 <= layout.MAX_LISTED_LEVELS
     names = [n for n in dir(layout) if n.startswith(("S_", "P_")) and n not in ("P_LAZY", "P_LOADED", "P_OTHER", "P_DAMAGED")]
     slot = sorted(getattr(layout, n) for n in names if n.startswith("S_"))
-    assert max(slot) + 1 == layout.STRIDE and max(getattr(layout, n) for n in names if n.startswith("P_")) + 1 == layout.PSTRIDE
+    # the filter record (R_* fields) is the last field of a slot and of a partition entry
+    assert max(slot) == layout.S_REC and layout.S_REC + layout.RSTRIDE == layout.STRIDE
+    assert max(getattr(layout, n) for n in names if n.startswith("P_")) == layout.P_REC
+    assert layout.P_REC + layout.RSTRIDE == layout.PSTRIDE
+    rec = sorted(getattr(layout, n) for n in dir(layout) if n.startswith("R_"))
+    assert rec == list(range(len(rec))) and layout.R_P0 + layout.NUM_SCALARS == layout.RSTRIDE
     # the bound search reads a bound's prefix words, then its offset and length (sstable._block_kernels._first_not_below)
     assert layout.S_MAX_OFF == layout.S_MAX_W + 2 and layout.S_MAX_LEN == layout.S_MAX_W + 3
     assert (layout.P_LAST_W, layout.P_LAST_OFF, layout.P_LAST_LEN) == (0, 2, 3)

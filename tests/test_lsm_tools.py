@@ -10,16 +10,23 @@ from bloomdb.bench import db_bench, stress
 def test_db_bench_all_phases_and_peers(tmp_path):
     phases = list(db_bench.PHASES + db_bench.EXTRA_PHASES)
     runs = [db_bench.run_engine("bloomdb", phases, 3000, "blocked:10", progress=False, folder=str(tmp_path))]
-    assert [p.phase for p in runs[0].results] == phases
-    assert runs[0].stats["last_sequence"] == 3000  # the read phases ran on the fillrandom store
+    cold = ("coldrandom", "coldmissing")
+    want = [x for p in phases for x in ((p, p + "-first1k") if p in cold else (p,))]
+    assert [p.phase for p in runs[0].results] == want
+    st = runs[0].stats
+    assert st["last_sequence"] == 6000  # the read phases ran on the fillrandom store, overwritten once
+    assert st["filter_memory_bytes"] > 0 and st["index_memory_bytes"] > 0  # the cold reads loaded them
     scan = next(p for p in runs[0].results if p.phase == "scan")
     assert scan.ops == 3000  # the scan saw every key exactly once
+    assert next(p for p in runs[0].results if p.phase == "coldmissing-first1k").ops == 1000
     for peer, mod in (("leveldb", "plyvel"), ("rocksdb", "rocksdict")):
         pytest.importorskip(mod)
-        runs.append(db_bench.run_engine(peer, ["fillrandom", "readmissing", "scan"], 3000, None, False, str(tmp_path)))
+        runs.append(db_bench.run_engine(peer, ["fillbatch", "overwrite", "readmissing", "scan", "coldmissing"], 3000,
+                                        None, False, str(tmp_path)))
         assert next(p for p in runs[-1].results if p.phase == "scan").ops == 3000
     text = db_bench.format_runs(runs)
-    assert "ratio bloomdb / leveldb" in text and "readmissing" in text
+    assert "ratio bloomdb / leveldb" in text and "readmissing" in text and "coldmissing-first1k" in text
+    assert "memory held by filters" in text
 
 
 def test_db_stress_finds_no_divergence(tmp_path):

@@ -4,12 +4,18 @@ Phases (16-byte keys ``%016d``, 100-byte values; every engine gets the same keys
 order, in the same process):
 
 * ``fillseq``: N puts in key order into an empty store;
+* ``fillbatch``: N puts in random order into an empty store, in write batches of 1000 keys;
 * ``fillrandom``: N puts in random order into an empty store (the store the read phases use);
+* ``overwrite``: N puts of present keys in random order into the filled store;
 * ``readrandom``: N gets of random present keys;
 * ``readmissing``: N gets of absent keys (a present key plus ``"."``, so they fall inside every
   table's key range: only the filters can save the reads);
 * ``readmixed``: N gets, half present, half absent;
 * ``scan``: one forward scan over the whole store (ops = entries);
+* ``coldrandom`` / ``coldmissing``: close the store, reopen it and at once do N gets of present
+  (absent) keys; the time includes the open and every first-read cost (filters and indexes read
+  lazily). The files stay in the OS page cache: "cold" means a fresh process-level store, as a
+  user opening a store meets it. A ``...-first1k`` row gives the open plus the first 1000 gets;
 * ``mgetmissing``: ``multi_get`` of the absent keys in batches of 1000 (bloomdb only).
 
 After each fill the harness waits for bloomdb's background compactions (untimed); LevelDB and
@@ -26,8 +32,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
-PHASES = ("fillseq", "fillrandom", "readrandom", "readmissing", "readmixed", "scan")
+PHASES = ("fillseq", "fillbatch", "fillrandom", "overwrite", "readrandom", "readmissing", "readmixed", "scan",
+          "coldrandom", "coldmissing")
 EXTRA_PHASES = ("mgetmissing",)
+BATCH = 1000
 VALUE_SIZE = 100
 
 
@@ -64,6 +72,14 @@ class _Bloomdb:
         self.db = DB.open(path, Options(filter=filter_spec, compression=compression, fs=RealFS()))
         self.get = self.db.get
         self.put = self.db.put
+
+    def write_batch(self, pairs):
+        from ..lsm import WriteBatch
+
+        b = WriteBatch()
+        for k, v in pairs:
+            b.put(k, v)
+        self.db.write(b)
 
     def settle(self):
         self.db.wait_for_compactions()
@@ -114,6 +130,11 @@ class _LevelDB(_Peer):
         self.get = self.db.get
         self.put = self.db.put
 
+    def write_batch(self, pairs):
+        with self.db.write_batch() as b:
+            for k, v in pairs:
+                b.put(k, v)
+
     def _iterate(self):
         return self.db.iterator()
 
@@ -132,6 +153,14 @@ class _RocksDB(_Peer):
         self.db = Rdict(path, o)
         self.get = self.db.get
         self.put = self.db.put
+
+    def write_batch(self, pairs):
+        from rocksdict import WriteBatch
+
+        b = WriteBatch(raw_mode=True)
+        for k, v in pairs:
+            b.put(k, v)
+        self.db.write(b)
 
     def _iterate(self):
         return self.db.items()
@@ -202,6 +231,23 @@ def _timed_loop(fn, items, bar, chunk=20000):
     return time.perf_counter() - t
 
 
+def _puts(put, order, values, bar):
+    n = len(order)
+    for s in range(0, n, 20000):
+        for i in range(s, min(n, s + 20000)):
+            put(order[i], values[i & 1023])
+        if bar is not None:
+            bar.update(min(n, s + 20000) - s)
+
+
+def _batches(write_batch, order, values, bar):
+    n = len(order)
+    for s in range(0, n, BATCH):
+        write_batch([(order[i], values[i & 1023]) for i in range(s, min(n, s + BATCH))])
+        if bar is not None:
+            bar.update(min(n, s + BATCH) - s)
+
+
 def run_engine(engine: str, phases, n: int, filter_spec: str | None, progress: bool = True,
                folder: str | None = None, compression: str | None = None) -> EngineRun:
     """Run ``phases`` on one engine in a fresh temporary folder."""
@@ -210,62 +256,78 @@ def run_engine(engine: str, phases, n: int, filter_spec: str | None, progress: b
     root = tempfile.mkdtemp(prefix=f"dbbench-{engine}-", dir=folder)
     run = EngineRun(engine)
     db = None
+    path = None
     try:
-        def fill(order, phase):
-            nonlocal db
+        def timed(phase, fn, ops):
+            bar = _progress(ops, f"{engine} {phase}", progress)
+            t = time.perf_counter()
+            fn(bar)
+            run.results.append(PhaseResult(engine, phase, ops, time.perf_counter() - t))
+            if bar is not None:
+                bar.close()
+
+        def fill(phase, order, batched):
+            nonlocal db, path
             if db is not None:
                 db.close()
             path = os.path.join(root, phase)
             db = cls(path, filter_spec, compression)
-            put = db.put
-            bar = _progress(n, f"{engine} {phase}", progress)
-            t = time.perf_counter()
-            for s in range(0, n, 20000):
-                for i in range(s, min(n, s + 20000)):
-                    put(order[i], values[i & 1023])
-                if bar is not None:
-                    bar.update(min(n, s + 20000) - s)
-            run.results.append(PhaseResult(engine, phase, n, time.perf_counter() - t))
-            if bar is not None:
-                bar.close()
+            if batched:
+                timed(phase, lambda bar: _batches(db.write_batch, order, values, bar), n)
+            else:
+                timed(phase, lambda bar: _puts(db.put, order, values, bar), n)
             db.settle()
+
+        def cold(phase, order):
+            """Close, reopen and read at once: the open and the first reads are timed."""
+            nonlocal db
+            db.close()
+            db = None
+            t = time.perf_counter()
+            db = cls(path, filter_spec, compression)
+            get = db.get
+            for k in order[:1000]:
+                get(k)
+            first = time.perf_counter() - t
+            for k in order[1000:]:
+                get(k)
+            run.results.append(PhaseResult(engine, phase, len(order), time.perf_counter() - t))
+            run.results.append(PhaseResult(engine, phase + "-first1k", min(1000, len(order)), first))
 
         for phase in phases:
             if phase == "fillseq":
-                fill(keys, "fillseq")
+                fill("fillseq", keys, False)
+            elif phase == "fillbatch":
+                fill("fillbatch", shuffled, True)
             elif phase == "fillrandom":
-                fill(shuffled, "fillrandom")
+                fill("fillrandom", shuffled, False)
             else:
                 if db is None:
-                    fill(shuffled, "fillrandom")
-                bar = _progress(n, f"{engine} {phase}", progress)
-                if phase == "readrandom":
-                    sec = _timed_loop(db.get, shuffled, bar)
-                    ops = n
+                    fill("fillrandom", shuffled, False)
+                if phase == "overwrite":
+                    timed(phase, lambda bar: _puts(db.put, shuffled[::-1], values, bar), n)
+                    db.settle()
+                elif phase == "readrandom":
+                    timed(phase, lambda bar: _timed_loop(db.get, shuffled, bar), n)
                 elif phase == "readmissing":
-                    sec = _timed_loop(db.get, missing, bar)
-                    ops = n
+                    timed(phase, lambda bar: _timed_loop(db.get, missing, bar), n)
                 elif phase == "readmixed":
                     mixed = [shuffled[i] if i & 1 else missing[i] for i in range(n)]
-                    sec = _timed_loop(db.get, mixed, bar)
-                    ops = n
+                    timed(phase, lambda bar: _timed_loop(db.get, mixed, bar), n)
                 elif phase == "scan":
                     t = time.perf_counter()
                     ops = db.scan()
-                    sec = time.perf_counter() - t
+                    run.results.append(PhaseResult(engine, phase, ops, time.perf_counter() - t))
+                elif phase == "coldrandom":
+                    cold(phase, shuffled)
+                elif phase == "coldmissing":
+                    cold(phase, missing)
                 elif phase == "mgetmissing":
-                    if db.multi_get is None:
-                        if bar is not None:
-                            bar.close()
-                        continue
-                    batches = [missing[s : s + 1000] for s in range(0, n, 1000)]
-                    sec = _timed_loop(db.multi_get, batches, None)
-                    ops = n
+                    if db.multi_get is not None:
+                        batches = [missing[s : s + BATCH] for s in range(0, n, BATCH)]
+                        run.results.append(PhaseResult(engine, phase, n, _timed_loop(db.multi_get, batches, None)))
                 else:
                     raise ValueError(f"unknown phase {phase!r}")
-                if bar is not None:
-                    bar.close()
-                run.results.append(PhaseResult(engine, phase, ops, sec))
         if engine == "bloomdb" and db is not None:
             run.stats = db.db.stats()
     finally:
@@ -296,7 +358,9 @@ def format_runs(runs: list[EngineRun]) -> str:
             f"bloomdb filter stats: checks {s['filter_checks']:,}, useful {s['filter_useful']:,} "
             f"({100 * s['filter_useful_ratio']:.1f}%), positives {s['filter_positive']:,}, "
             f"true positives {s['true_positive']:,}, data blocks read {s['data_blocks_read']:,}, "
-            f"filter bytes {s['filter_bytes']:,}")
+            f"filter bytes on disk {s['filter_bytes']:,}")
+        lines.append(f"bloomdb read amplification {s['read_amplification']:.2f} data blocks per found key; "
+                     f"memory held by filters {s['filter_memory_bytes']:,} B, by indexes {s['index_memory_bytes']:,} B")
         lines.append(f"bloomdb tables per level {s['tables_per_level']}, write amplification "
                      f"{s['write_amplification']:.2f}")
     return "\n".join(lines)

@@ -62,7 +62,7 @@ def build(spec: str, keys: Any, **kwargs: Any) -> Filter:
     return cls.build(keys, **merge_spec_kwargs(cls, arg, kwargs))
 
 
-def open(path: str | os.PathLike, mmap: bool = True, verify: bool = True) -> Filter:  # noqa: A001
+def open(path: str | os.PathLike, mmap: bool | str = True, verify: bool = True) -> Filter:  # noqa: A001
     """Open a filter file written by :meth:`Filter.save`.
 
     A missing file raises :class:`~bloomdb.errors.FilterFileNotFound` (a ``FileNotFoundError``), a
@@ -77,6 +77,12 @@ def open(path: str | os.PathLike, mmap: bool = True, verify: bool = True) -> Fil
     detected by an ``fstat`` before and after every query — the query raises CorruptionError
     rather than answer from changed bits. The exact guarantee and its limits are in
     :mod:`bloomdb.filters.mapped`; ``mmap=False`` (or ``.copy()``) is immune to the file.
+
+    ``mmap="r+"`` maps the file shared, so adds land in it: :meth:`Filter.flush` syncs them and
+    rewrites the header (count, CRCs), :meth:`Filter.close` (or leaving a ``with`` block) flushes
+    and releases the file. A writer that dies before flushing leaves a file readers refuse with
+    CorruptionError. One writer per file (advisory lock: a conflicting open raises
+    :class:`~bloomdb.errors.FilterInUse`). Static families and ``scalable`` raise InvalidArgument.
     """
     return open_path(path, use_mmap=mmap, verify=verify)
 

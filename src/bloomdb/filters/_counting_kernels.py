@@ -150,6 +150,14 @@ def _run(buf, num_lines, k, hashes, out, mode):
 
 
 @njit(cache=True, nogil=True)
+def check_hash(buf, num_lines, k, h):
+    """``might_contain`` for one hash (engines that probe many filters with one key call this).
+    It does not take the remove sequence: an engine probing a filter that ``remove`` may change
+    concurrently must use the filter's own query instead (the LSM's filters never change)."""
+    return _check_one(buf, line_byte(h, num_lines), h >> np.uint64(32), k)
+
+
+@njit(cache=True, nogil=True)
 def add_hashes(buf, num_lines, k, hashes):
     """Add every hash: +1 on each of its k counters (saturating at 15). One line per key. The
     caller writes alone."""

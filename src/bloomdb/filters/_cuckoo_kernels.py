@@ -177,6 +177,17 @@ def _run(buf, f, nb, hashes, out, mode):
 
 
 @njit(cache=True, nogil=True)
+def check_hash(buf, f, nb, h):
+    """``might_contain`` for one hash (engines that probe many filters with one key call this).
+    It does not take the write sequence: an engine probing a filter that writes may change
+    concurrently (relocations move tags) must use the filter's own query instead (the LSM's
+    filters never change)."""
+    tag = tag_of(h, f)
+    i1 = index_of(h, nb)
+    return find_slot(buf, f, i1, tag) >= 0 or find_slot(buf, f, alt_of(i1, tag, nb), tag) >= 0
+
+
+@njit(cache=True, nogil=True)
 def add_hashes(buf, f, nb, hashes, seq):
     """Insert keys in order; stop at the first one that finds no room. Returns how many went in.
     ``seq[0]`` is odd while it runs (relocations move tags)."""

@@ -51,6 +51,12 @@ def key_may_match(filt, h):
 
 
 @njit(cache=True, nogil=True)
+def check_hash(filt, h):
+    """The probe contract's name for :func:`key_may_match` (``h``: the key's LevelDB BloomHash)."""
+    return key_may_match(filt, h)
+
+
+@njit(cache=True, nogil=True)
 def query_hashes(filt, hashes, out):
     """``out[i] = key_may_match(filt, hashes[i])``."""
     for i in range(hashes.shape[0]):

@@ -61,6 +61,12 @@ def _add_one_atomic(words, m, k, h):
 
 
 @njit(cache=True, nogil=True)
+def check_hash(words, m, k, h):
+    """``might_contain`` for one hash (engines that probe many filters with one key call this)."""
+    return _query_one(words, m, k, h)
+
+
+@njit(cache=True, nogil=True)
 def _query_one(words, m, k, h):
     d = ((h << np.uint64(32)) | (h >> np.uint64(32))) | np.uint64(1)
     g = h

@@ -24,11 +24,13 @@ call and their checksum always matches their bytes.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import math
 import os
 import tempfile
 import threading
+import weakref
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
@@ -42,6 +44,7 @@ from ..errors import (
     InvalidArgument,
     StaticFilterError,
 )
+from ..checksum import crc32c
 from ..keys import KeyBatch
 from . import format as fmt
 from . import parallel, registry
@@ -171,6 +174,10 @@ class Filter(ABC):
     family_version: ClassVar[int] = 1
     #: True for families built once from all keys (``build``); ``add`` then raises.
     static: ClassVar[bool] = False
+    #: False for families whose plain spec is a fixed size whatever the number of keys
+    #: (``register:2`` is 256 KiB): an engine building one filter per batch of keys (an LSM table)
+    #: then passes ``bits_per_key`` so the filter is sized from the batch's key count.
+    sized_by_count: ClassVar[bool] = True
     #: What the number in a spec ``"family:N"`` means (for ``available()``).
     spec_meaning: ClassVar[str] = "bits per key"
     #: A typical spec, used by docs, the demo and the generic test-suite.
@@ -182,9 +189,15 @@ class Filter(ABC):
     #: (see :mod:`bloomdb.filters.writers`); False: writes run one at a time.
     shared_writes: ClassVar[bool] = True
 
+    #: Why ``filters.open(path, mmap="r+")`` refuses the family ("" when it can write in place:
+    #: a fixed-size payload the add kernels write directly).
+    writable_map_refusal: ClassVar[str] = ""
+
     _count: int
     #: The open file when the payload is a memory map of it (``filters.open(mmap=True)``).
     _mapped: MappedFile | None = None
+    #: Called once a write is admitted (a writable map marks its file); None otherwise.
+    _mark: Any = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Filter":
         self = super().__new__(cls)
@@ -371,9 +384,14 @@ class Filter(ABC):
         finally:
             self._guard.release(held[0])
 
+    def _writing(self, shared: bool):
+        """``with self._writing(shared) as atomic:`` around every write of the payload: the
+        write gate, plus the "open for writing" mark of a writable map (:mod:`.mapped`)."""
+        return self._gate.write(shared, self._mark)
+
     def _write_batch(self, batch: KeyBatch, threads: int, held: list[int]) -> None:
         n = len(batch)
-        with self._gate.write(self.shared_writes) as atomic:
+        with self._writing(self.shared_writes) as atomic:
             if threads > 1 and n > 1:
                 self._add_parallel(batch, threads, atomic)
             else:
@@ -546,7 +564,13 @@ class Filter(ABC):
         Safe while other threads add: the envelope is made from a snapshot (its CRC always matches).
         Cost: two copies of the payload and one CRC pass."""
         payload, count = self._snapshot()
-        return fmt.encode(fmt.FAMILY_TAGS[self.family], self.family_version, self._params(), count, payload)
+        return fmt.encode(fmt.FAMILY_TAGS[self.family], self.family_version, self._params(), count, payload,
+                          self.on_full)
+
+    def _header(self, count: int, payload: np.ndarray, crc: int) -> bytes:
+        """The envelope header for ``payload`` (``crc`` its CRC32C) holding ``count`` keys."""
+        return fmt.encode_header(fmt.FAMILY_TAGS[self.family], self.family_version, self._params(), count,
+                                 payload.nbytes, crc, self.on_full)
 
     @classmethod
     def _from_envelope(cls, env: fmt.Envelope, payload: np.ndarray, source: str | None) -> "Filter":
@@ -557,7 +581,9 @@ class Filter(ABC):
                 source,
             )
         try:
-            return cls._from_parts(env.params, payload, env.count)
+            f = cls._from_parts(env.params, payload, env.count)
+            f._guard.mode = env.on_full
+            return f
         except CorruptionError:
             raise
         except (ValueError, IndexError, KeyError, TypeError) as exc:
@@ -591,8 +617,56 @@ class Filter(ABC):
         out._guard.mode = self._guard.mode
         return out
 
-    def __reduce__(self):
-        return (_unpickle, (self.to_bytes(),))
+    def __reduce_ex__(self, protocol: int):
+        """Pickle. Protocols < 5: the :meth:`to_bytes` envelope (one snapshot copy). Protocol 5:
+        the envelope header plus the payload as a :class:`pickle.PickleBuffer` over the filter's
+        own memory, so a ``buffer_callback`` (multiprocessing, Dask) ships a 1 GB filter without
+        copying it; the payload CRC is taken at this call with writers held off and checked on
+        arrival (a filter written to while being pickled arrives as CorruptionError, never torn).
+        ``on_full`` travels with it. Cost: one CRC pass; no copy out of band (``scalable``, whose
+        levels are separate arrays, makes one)."""
+        from .pickling import reduce_filter
+
+        return reduce_filter(self, protocol)
+
+    # ---- writable maps ------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Make a filter opened with ``mmap="r+"`` durable in its file: sync the payload, then
+        rewrite the header (count, payload CRC, ``on_full``) and sync it. Writers wait meanwhile.
+        No-op for any other filter. Cost: one CRC pass and an ``msync`` of the dirty pages."""
+        m = self._mapped
+        if m is None or not m.writable or not m.open:
+            return
+        with self._gate.write(False):
+            self._check_source()
+            payload = self._payload()
+            if m.dirty or m.on_full_code() != fmt.ON_FULL_CODES.index(self.on_full):
+                m.commit(self._header(self._count, payload, crc32c(payload)))
+
+    def close(self) -> None:
+        """For a filter opened with ``mmap="r+"``: :meth:`flush`, release the file's lock and make
+        the filter read-only (queries keep working on the map). No-op for any other filter;
+        ``with filters.open(p, mmap="r+") as f:`` closes at the end of the block."""
+        m = self._mapped
+        if m is None or not m.writable or not m.open:
+            return
+        self.flush()
+        self._readonly = True
+        m.release()
+        _open_writers.pop(id(self), None)
+
+    def __enter__(self) -> "Filter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        m = getattr(self, "_mapped", None)
+        if m is not None and m.writable:
+            with contextlib.suppress(Exception):
+                self.close()
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Filter):
@@ -625,7 +699,7 @@ class Filter(ABC):
         """Merge a snapshot of ``other`` into ``self`` as one write, and add its count."""
         payload, count = other._snapshot()
         with self._admitted(count) as held:
-            with self._gate.write(self.shared_writes) as atomic:
+            with self._writing(self.shared_writes) as atomic:
                 self._union_into(payload, atomic)
             self._counted(count, held[0])
             held[0] = 0
@@ -668,7 +742,7 @@ class Filter(ABC):
         """AND a snapshot of ``other`` into ``self`` with writers held off (a bit cleared under a
         concurrent add would lose it); ``count`` becomes the smaller count."""
         payload, count = other._snapshot()
-        with self._gate.write(False):
+        with self._writing(False):
             np.bitwise_and(self._payload(), payload, out=self._payload())
             with self._lock:
                 self._count = min(self._count, count)
@@ -722,10 +796,6 @@ def _out_array(out: np.ndarray | None, n: int) -> np.ndarray:
     return out
 
 
-def _unpickle(data: bytes) -> Filter:
-    return registry.from_bytes(data)
-
-
 class HashedFilter(Filter):
     """A filter fed by one 64-bit hash per key: XXH3-64 (seed 0) of the key's bytes.
 
@@ -775,7 +845,7 @@ class HashedFilter(Filter):
         h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
         n = int(h.shape[0])
         with self._admitted(n) as held:
-            with self._gate.write(self.shared_writes) as atomic:
+            with self._writing(self.shared_writes) as atomic:
                 self._add_hashes(h, atomic)
             self._counted(n, held[0])
             held[0] = 0
@@ -792,13 +862,20 @@ def _check_path(path: Any) -> str:
     return path
 
 
-def open_path(path: str | os.PathLike, use_mmap: bool = True, verify: bool = True) -> Filter:
+def _check_mmap_mode(use_mmap: Any) -> bool | str:
+    if use_mmap is True or use_mmap is False or use_mmap == "r+":
+        return use_mmap
+    raise InvalidArgument(f"mmap must be True, False or 'r+', got {use_mmap!r}")
+
+
+def open_path(path: str | os.PathLike, use_mmap: bool | str = True, verify: bool = True) -> Filter:
     """Open a filter saved with :meth:`Filter.save`; see :func:`bloomdb.filters.open`."""
+    use_mmap = _check_mmap_mode(use_mmap)
     path = _check_path(path)
     try:
         mapped = None
         if use_mmap:
-            mapped = MappedFile(path)
+            mapped = MappedFile(path, writable=use_mmap == "r+")
             buf: Any = mapped.map
         else:
             with open(path, "rb") as fh:
@@ -807,8 +884,22 @@ def open_path(path: str | os.PathLike, use_mmap: bool = True, verify: bool = Tru
         raise FilterFileNotFound(exc.errno, f"no filter file at {path!r}", path) from None
     except IsADirectoryError:
         raise InvalidArgument(f"{path!r} is a directory, not a filter file") from None
+    try:
+        return _open_envelope(buf, mapped, path, verify)
+    except BaseException:
+        if mapped is not None:
+            mapped.release()
+        raise
+
+
+def _open_envelope(buf: Any, mapped: MappedFile | None, path: str, verify: bool) -> Filter:
     env = fmt.decode(buf, verify_payload=verify, source=path)
     cls = registry.family_by_tag(env.family_tag, source=path)
+    if mapped is not None and mapped.writable:
+        refusal = "static filters are built once from all their keys" if cls.static else cls.writable_map_refusal
+        if refusal:
+            raise InvalidArgument(f"{path!r}: a {cls.family} filter cannot be opened with mmap='r+' ({refusal}); "
+                                  "open it with mmap=True or mmap=False")
     if mapped is not None:
         mapped.check()  # the checksum above read the file as it was at open
         payload = np.frombuffer(buf, dtype=np.uint8, count=env.payload_length, offset=env.payload_offset)
@@ -817,4 +908,20 @@ def open_path(path: str | os.PathLike, use_mmap: bool = True, verify: bool = Tru
         payload[:] = np.frombuffer(buf, dtype=np.uint8, count=env.payload_length, offset=env.payload_offset)
     f = cls._from_envelope(env, payload, path)
     f._mapped = mapped
+    if mapped is not None and mapped.writable:
+        f._mark = mapped.mark_writing
+        _open_writers[id(f)] = weakref.ref(f)
     return f
+
+
+#: Filters open with mmap="r+" (by id, weakly): closed (flushed) at interpreter exit if still open.
+_open_writers: dict[int, "weakref.ref[Filter]"] = {}
+
+
+@atexit.register
+def _close_writers() -> None:
+    for ref in list(_open_writers.values()):
+        f = ref()
+        if f is not None:
+            with contextlib.suppress(Exception):
+                f.close()

@@ -14,8 +14,8 @@ model FP rate (:meth:`Filter.fpr_at`) stays within twice the target. Past the li
 * ``on_full="ignore"``: neither.
 
 Families without an FP model for a growing count (static families, ``cuckoo``, which raises
-FilterFull when a key finds no room, ``scalable``, which grows) have no limit. ``on_full`` is a
-property of the Python object (``copy`` and ``union`` keep it), not of the saved bytes.
+FilterFull when a key finds no room, ``scalable``, which grows) have no limit. ``on_full`` is kept by
+``copy``, ``union``, pickle and the saved bytes (envelope byte 5, :mod:`bloomdb.filters.format`).
 
 Cost: nothing per add below ``capacity``; the limit is found once per filter by bisection over
 the model (~40 evaluations, well under 10 ms), the first time the count passes ``capacity`` (in

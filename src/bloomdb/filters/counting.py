@@ -107,6 +107,14 @@ class CountingBloom(CacheLineState, DeletableFilter):
     def _remove_hashes(self, hashes: np.ndarray) -> int:
         return int(K.remove_hashes(self._buf, np.uint64(self._lines), self._k, hashes, self._seq))
 
+    has_probe_kernel = True
+
+    @property
+    def kernel_args(self) -> tuple:
+        """``(counters, num_lines, k)`` for :func:`_counting_kernels.check_hash` in engine kernels
+        (a filter no ``remove`` changes meanwhile)."""
+        return self._buf, np.uint64(self._lines), self._k
+
     def _union_into(self, payload: np.ndarray, atomic: bool) -> None:
         """Add another filter's counters into ours, saturating at 15 (counters only rise)."""
         K.add_counters(self._buf, payload)

@@ -162,6 +162,14 @@ class CuckooFilter(DeletableFilter):
     def _remove_hashes(self, hashes: np.ndarray) -> int:
         return int(K.remove_hashes(self._buf, self._f, np.uint64(self._nb), hashes, self._seq))
 
+    has_probe_kernel = True
+
+    @property
+    def kernel_args(self) -> tuple:
+        """``(buckets, fingerprint_bits, num_buckets)`` for :func:`_cuckoo_kernels.check_hash` in
+        engine kernels (a filter no write changes meanwhile)."""
+        return self._buf, self._f, np.uint64(self._nb)
+
     def _full_message(self, added: int) -> str:
         return (
             f"cuckoo filter full: no room after {K.MAX_KICKS} relocations at load "
@@ -171,7 +179,7 @@ class CuckooFilter(DeletableFilter):
 
     # adds that count what went in even when the table fills mid-batch
     def _add_counted(self, hashes: np.ndarray, done: int) -> int:
-        with self._gate.write(False):
+        with self._writing(False):
             added = self._insert(hashes)
         self._counted(added)
         if added < hashes.shape[0]:

@@ -75,7 +75,7 @@ class DeletableFilter(HashedFilter):
 
     def _removed(self, hashes: np.ndarray) -> int:
         """Remove as one exclusive write and update ``count``; returns what ``_remove_hashes`` returns."""
-        with self._gate.write(False):
+        with self._writing(False):
             bad = self._remove_hashes(hashes) if hashes.shape[0] else -1
         if bad < 0:
             with self._lock:

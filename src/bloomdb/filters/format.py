@@ -5,10 +5,11 @@ Layout (all integers little-endian)::
     offset  size  field
     0       4     magic b"BLMF"
     4       1     envelope version (1)
-    5       1     reserved (0)
+    5       1     on_full policy: 0 warn, 1 raise, 2 ignore (was reserved, 0 = the default)
     6       2     family tag (see FAMILY_TAGS)
     8       2     family format version
-    10      2     reserved (0)
+    10      1     1 while open for writing through a writable map and not flushed, else 0
+    11      1     reserved (0)
     12      4     P = length of the family's parameter block
     16      8     count: keys added so far
     24      8     L = payload length in bytes
@@ -20,6 +21,12 @@ Layout (all integers little-endian)::
 
 The payload starts on a 64-byte boundary of the file, so a memory map of the file keeps the
 cache-line alignment the kernels want. Any damage is a :class:`CorruptionError`.
+
+Bytes 5 and 10 were "reserved (0)" in the first release and no reader checked them, so files
+written before read as ``on_full="warn"`` and readers from before ignore the policy: no envelope
+version bump was needed (a bump would have made every older reader refuse every new file).
+Byte 10 is never 1 in a checksum-valid header: it is set (header CRC left stale) by a writable
+map before its first unflushed write and cleared by the flush that rewrites the header.
 """
 
 from __future__ import annotations
@@ -35,7 +42,9 @@ from ..errors import CorruptionError, InvalidArgument, OutOfMemory
 
 MAGIC = b"BLMF"
 ENVELOPE_VERSION = 1
-_FIXED = struct.Struct("<4sBBHHHIQQII")
+_FIXED = struct.Struct("<4sBBHHBBIQQII")
+#: ``on_full`` policies by their byte-5 code (unknown codes read as the default, "warn").
+ON_FULL_CODES = ("warn", "raise", "ignore")
 FIXED_SIZE = _FIXED.size  # 40
 ALIGN = 64
 
@@ -112,36 +121,52 @@ class Envelope:
     count: int
     payload_offset: int
     payload_length: int
+    on_full: str = "warn"
+    payload_crc: int = 0
 
 
-def encode(family_tag: int, family_version: int, params: bytes, count: int, payload) -> bytes:
-    """Serialise a filter: header + parameter block + padding + payload."""
-    payload_mv = memoryview(payload).cast("B")
+def encode_header(family_tag: int, family_version: int, params: bytes, count: int, payload_length: int,
+                  payload_crc: int, on_full: str = "warn") -> bytes:
+    """The envelope up to the payload (header, parameter block, padding), checksummed."""
     head = _FIXED.pack(
-        MAGIC, ENVELOPE_VERSION, 0, family_tag, family_version, 0, len(params), count,
-        payload_mv.nbytes, crc32c(payload_mv), 0,
+        MAGIC, ENVELOPE_VERSION, ON_FULL_CODES.index(on_full), family_tag, family_version, 0, 0,
+        len(params), count, payload_length, payload_crc, 0,
     )
     head_crc = crc32c(head[:36] + params)
     head = head[:36] + struct.pack("<I", head_crc)
     pad = b"\0" * (header_size(len(params)) - FIXED_SIZE - len(params))
-    return b"".join((head, params, pad, payload_mv))
+    return b"".join((head, params, pad))
 
 
-def decode(buf, *, verify_payload: bool = True, source: str | None = None) -> Envelope:
+def encode(family_tag: int, family_version: int, params: bytes, count: int, payload, on_full: str = "warn") -> bytes:
+    """Serialise a filter: header + parameter block + padding + payload."""
+    payload_mv = memoryview(payload).cast("B")
+    head = encode_header(family_tag, family_version, params, count, payload_mv.nbytes, crc32c(payload_mv), on_full)
+    return b"".join((head, payload_mv))
+
+
+def _bytes_view(buf) -> memoryview:
+    try:
+        return memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf.cast("B")
+    except TypeError:
+        raise InvalidArgument(f"filter bytes must be a bytes-like object, got {type(buf).__name__}") from None
+
+
+def decode(buf, *, verify_payload: bool = True, source: str | None = None, payload=None) -> Envelope:
     """Parse and check an envelope held in ``buf`` (bytes, memoryview or mmap).
+
+    ``payload`` (a bytes-like object) when the payload travels apart from the header (pickle
+    protocol 5): ``buf`` then holds the header, parameter block and padding only.
 
     Raises InvalidArgument when ``buf`` is not bytes-like, and
     :class:`CorruptionError` (with ``source`` as the path) for a wrong magic, unknown
     envelope version, truncation, or a checksum mismatch. Cost: O(1) plus one CRC pass over the
     payload when ``verify_payload``.
     """
-    try:
-        mv = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf.cast("B")
-    except TypeError:
-        raise InvalidArgument(f"filter bytes must be a bytes-like object, got {type(buf).__name__}") from None
+    mv = _bytes_view(buf)
     if mv.nbytes < FIXED_SIZE:
         raise CorruptionError(f"truncated filter: {mv.nbytes} bytes, header needs {FIXED_SIZE}", source)
-    (magic, ver, _r0, tag, fver, _r1, plen, count, paylen, pay_crc, head_crc) = _FIXED.unpack_from(mv, 0)
+    (magic, ver, policy, tag, fver, writing, _r1, plen, count, paylen, pay_crc, head_crc) = _FIXED.unpack_from(mv, 0)
     if magic != MAGIC:
         raise CorruptionError(f"not a bloomdb filter (magic {bytes(magic)!r})", source)
     if ver != ENVELOPE_VERSION:
@@ -150,14 +175,20 @@ def decode(buf, *, verify_payload: bool = True, source: str | None = None) -> En
         raise CorruptionError("truncated filter parameter block", source)
     params = bytes(mv[FIXED_SIZE : FIXED_SIZE + plen])
     if crc32c(bytes(mv[:36]) + params) != head_crc:
+        if writing == 1:
+            raise CorruptionError(
+                "the filter file was open for writing (mmap='r+') and was not flushed or closed "
+                "(the writer crashed or is still running): its contents are unknown", source)
         raise CorruptionError("filter header checksum mismatch", source)
     start = header_size(plen)
     if start > mv.nbytes or any(mv[FIXED_SIZE + plen : start]):
         raise CorruptionError("filter header padding is damaged", source)
-    if start + paylen != mv.nbytes:
-        raise CorruptionError(
-            f"filter payload is {mv.nbytes - start} bytes, header says {paylen}", source
-        )
-    if verify_payload and crc32c(mv[start:]) != pay_crc:
+    body = mv[start:] if payload is None else _bytes_view(payload)
+    if payload is not None and mv.nbytes != start:
+        raise CorruptionError(f"filter header is {mv.nbytes} bytes, expected {start}", source)
+    if body.nbytes != paylen:
+        raise CorruptionError(f"filter payload is {body.nbytes} bytes, header says {paylen}", source)
+    if verify_payload and crc32c(body) != pay_crc:
         raise CorruptionError("filter payload checksum mismatch", source)
-    return Envelope(tag, fver, params, count, start, paylen)
+    on_full = ON_FULL_CODES[policy] if policy < len(ON_FULL_CODES) else "warn"
+    return Envelope(tag, fver, params, count, start, paylen, on_full, pay_crc)

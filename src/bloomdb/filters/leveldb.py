@@ -181,9 +181,12 @@ class LevelDBBloom(Filter):
         """Keys given as their LevelDB BloomHash values (``might_contain_hashes``)."""
         K.query_hashes(self._buf, hashes, out)
 
+    has_probe_kernel = True
+
     @property
     def kernel_args(self) -> np.ndarray:
-        """The raw LevelDB bytes, for :func:`_leveldb_kernels.key_may_match` in engine kernels."""
+        """The raw LevelDB bytes, for :func:`_leveldb_kernels.check_hash` (``key_may_match``) in
+        engine kernels; the hash is the key's LevelDB BloomHash."""
         return self._buf
 
     # ---- facts --------------------------------------------------------------------------

@@ -12,7 +12,9 @@ compiled for the old pair simply stops matching (it then asks the filter in Pyth
 
 ``h`` is the family's own 64-bit hash of the key (the one :meth:`Filter.might_contain_hashes`
 takes): XXH3-64 (seed 0) of the key bytes for the XXH3 families, XXH64 of the plain encoding
-for ``sbbf``. An engine that hashes keys one way may only use the pairs whose hash it computes.
+for ``sbbf``, LevelDB's BloomHash for ``leveldb``. ``counting`` and ``cuckoo`` kernels do not
+take the filter's write sequence: probe them in-kernel only while nothing removes from them
+(an LSM table's filter never changes). An engine that hashes keys one way may only use the pairs whose hash it computes.
 
 Cost: :meth:`Filter.probe_descriptor` allocates nothing (the arrays are the filter's own; a
 memory-mapped filter's arrays are not re-checked against its file, see
@@ -54,6 +56,15 @@ RIBBON_V1 = (FAMILY_TAGS["ribbon"], 1)
 FUSE8_V1 = (FAMILY_TAGS["fuse8"], 1)
 FUSE16_V1 = (FAMILY_TAGS["fuse16"], 1)
 
+#: ``standard`` v1: args ``(words64, num_bits, k)``, hash XXH3-64.
+STANDARD_V1 = (FAMILY_TAGS["standard"], 1)
+#: ``leveldb`` v1: args ``(filter_bytes,)``, hash LevelDB's BloomHash of the key bytes (seed 0xbc9f1d34).
+LEVELDB_V1 = (FAMILY_TAGS["leveldb"], 1)
+#: ``counting`` v1: args ``(counters_u8, num_lines, k)``, hash XXH3-64.
+COUNTING_V1 = (FAMILY_TAGS["counting"], 1)
+#: ``cuckoo`` v1: args ``(buckets_u8, fingerprint_bits, num_buckets)``, hash XXH3-64.
+CUCKOO_V1 = (FAMILY_TAGS["cuckoo"], 1)
+
 #: ``(tag, version)`` -> the module whose ``check_hash(*args, h)`` is that family's probe kernel.
 PROBE_KERNELS: dict[tuple[int, int], str] = {
     BLOCKED_V1: "bloomdb.filters._blocked_kernels",
@@ -63,4 +74,8 @@ PROBE_KERNELS: dict[tuple[int, int], str] = {
     RIBBON_V1: "bloomdb.filters._ribbon_kernels",
     FUSE8_V1: "bloomdb.filters._fuse_kernels",
     FUSE16_V1: "bloomdb.filters._fuse_kernels",
+    STANDARD_V1: "bloomdb.filters._standard_kernels",
+    LEVELDB_V1: "bloomdb.filters._leveldb_kernels",
+    COUNTING_V1: "bloomdb.filters._counting_kernels",
+    CUCKOO_V1: "bloomdb.filters._cuckoo_kernels",
 }

@@ -178,7 +178,7 @@ class SplitBlockBloom(Filter):
         h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
         n = int(h.shape[0])
         with self._admitted(n) as held:
-            with self._gate.write(True) as atomic:
+            with self._writing(True) as atomic:
                 K.add(self._words, h, True, atomic)
             self._counted(n, held[0])
             held[0] = 0

@@ -84,6 +84,7 @@ class ScalableBloom(HashedFilter):
     example_spec = "scalable:0.01"
     spec_meaning = "target FP rate for any number of keys (initial_capacity=, growth=, tightening=)"
     shared_writes = False
+    writable_map_refusal = "it grows by adding levels, which a fixed-size file map cannot hold"
     #: Sized by its target, not a capacity: benchmarks and the calculator let it grow.
     grows = True
 

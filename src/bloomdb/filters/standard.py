@@ -101,6 +101,13 @@ class StandardBloom(HashedFilter):
     def _query_ints(self, ints: np.ndarray, out: np.ndarray) -> None:
         K.query_ints(self._words, np.uint64(self._m), self._k, ints, out)
 
+    has_probe_kernel = True
+
+    @property
+    def kernel_args(self) -> tuple:
+        """``(words64, num_bits, k)`` for :func:`_standard_kernels.check_hash` in engine kernels."""
+        return self._words, np.uint64(self._m), self._k
+
     # facts
     @property
     def num_bits(self) -> int:

@@ -63,20 +63,29 @@ class WriteGate:
                 self._exclusive = False
             self._cond.notify_all()
 
-    def write(self, shared: bool) -> "_Write":
-        """``with gate.write(shared) as atomic:`` — :meth:`enter_shared` or :meth:`enter_exclusive`."""
-        return _Write(self, shared)
+    def write(self, shared: bool, on_enter=None) -> "_Write":
+        """``with gate.write(shared) as atomic:`` — :meth:`enter_shared` or :meth:`enter_exclusive`;
+        ``on_enter()`` (if given) runs once admitted, before the body (a writable map marks its
+        file there); if it raises, the write is left and nothing else runs."""
+        return _Write(self, shared, on_enter)
 
 
 class _Write:
-    __slots__ = ("_gate", "_shared", "_atomic")
+    __slots__ = ("_gate", "_shared", "_atomic", "_on_enter")
 
-    def __init__(self, gate: WriteGate, shared: bool) -> None:
+    def __init__(self, gate: WriteGate, shared: bool, on_enter=None) -> None:
         self._gate = gate
         self._shared = shared
+        self._on_enter = on_enter
 
     def __enter__(self) -> bool:
         self._atomic = self._gate.enter_shared() if self._shared else self._gate.enter_exclusive()
+        if self._on_enter is not None:
+            try:
+                self._on_enter()
+            except BaseException:
+                self._gate.leave(self._atomic)
+                raise
         return self._atomic
 
     def __exit__(self, *exc: object) -> None:

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 from ..errors import InvalidArgument
 from .compaction.tombstones import not_covered
-from .iterator import successor
+from .iterator import View, successor
 from .wal import RangeEnd
 
 MAX_SEQ = (1 << 56) - 1  #: the sequence a read "as of now" sees up to (:data:`.db.MAX_SEQ`)
 
-__all__ = ["RangeEnd", "Tombstones", "check_range", "covered", "of_state", "read_covered"]
+__all__ = ["RangeEnd", "Tombstones", "check_range", "covered", "of_state", "view", "read_covered"]
 
 
 def check_range(start: bytes, end: bytes) -> bool:
@@ -65,25 +65,37 @@ class Tombstones:
 def of_state(mem, imm, version, snap: int) -> Tombstones | None:
     """The tombstones a reader at ``snap`` of the store state ``(mem, imm, version)`` sees, or
     ``None`` when there are none (the common case: then reads take their usual path)."""
-    v = version.range_dels
-    if not (mem.rdels or v or (imm is not None and imm.rdels)):
+    if not (mem.rdels or version.range_dels or (imm is not None and imm.rdels)):
         return None
-    t = Tombstones((mem.rdels, () if imm is None else imm.rdels, v), snap)
+    t = Tombstones((mem.rdels, () if imm is None else imm.rdels, version.range_dels), snap)
     return t or None
+
+
+def view(state, lo, hi, snap: int) -> View:
+    """What an iterator over ``[lo, hi)`` of ``state`` (``(mem, imm, version)``) at ``snap``
+    reads, tombstones included. The caller holds the store's lock (the memtables' sorted keys
+    are read)."""
+    mem, imm, ver = state
+    items = [mem.range_items(lo, hi, snap)] + ([imm.range_items(lo, hi, snap)] if imm is not None else [])
+    rd = of_state(mem, imm, ver, snap)
+    return View(items, ver, snap, None if rd is None else rd.hide)
 
 
 def covered(db, state, snapshot, keys) -> dict | None:
     """``{index: value or None}`` for the ``keys`` a tombstone of ``db``'s ``state`` (``(mem,
     imm, version)``) covers at ``snapshot`` (None: now), each read through the scan path
-    (:func:`read_covered`); None when no key is covered."""
+    (:func:`read_covered`); None when no key is covered (at once when there is no tombstone)."""
+    mem, imm, ver = state
+    if not (mem.rdels or ver.range_dels or (imm is not None and imm.rdels)):
+        return None
     snap = MAX_SEQ if snapshot is None else snapshot.seq
     rd = of_state(*state, snap)
     hit = [i for i, k in enumerate(keys) if rd is not None and rd.covers(k)]
     out = {}
     for i in hit:
         with db._lock:  # the memtables' sorted keys are read under the store's lock
-            view = db._view(keys[i], successor(keys[i]), snap, state)
-        out[i] = read_covered(view, keys[i])
+            v = view(state, keys[i], successor(keys[i]), snap)
+        out[i] = read_covered(v, keys[i])
     return out or None
 
 

@@ -1,7 +1,10 @@
 """numba kernels of the probe layer: every table's key range and filter checked for one key in
 one call, over the directory array laid out by :mod:`.layout` (see there) and built by
-:mod:`.directory`. A ``blocked`` v1 filter is checked by that family's own kernel
-(:mod:`bloomdb.filters._blocked_kernels`); the store never re-implements a filter's layout.
+:mod:`.directory`. Each filter is checked by its own family's ``check_hash`` (the module
+:data:`bloomdb.filters.probe.PROBE_KERNELS` names for its probe descriptor), on the family's own
+hash of the key: XXH3-64 (computed once per key), XXH64 of the key bytes for ``sbbf``, LevelDB's
+BloomHash for ``leveldb`` (computed when such a filter is reached). The store never
+re-implements a filter's layout.
 """
 
 from __future__ import annotations
@@ -9,28 +12,72 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ...filters._blocked_kernels import check_bits, line_word
-from ...hashing._kernels import xxh3_64_bytes
+from ...filters import _blocked_kernels as BLK
+from ...filters import _counting_kernels as CNT
+from ...filters import _cuckoo_kernels as CKO
+from ...filters import _fuse_kernels as FUS
+from ...filters import _leveldb_kernels as LDB
+from ...filters import _paired_kernels as PAI
+from ...filters import _register_kernels as REG
+from ...filters import _ribbon_kernels as RIB
+from ...filters import _sbbf_kernels as SBB
+from ...filters import _standard_kernels as STD
+from ...hashing._kernels import xxh3_64_bytes, xxh64_bytes
+from ...hashing._leveldb_kernels import leveldb_hash_bytes
 from ..sstable._block_kernels import _first_not_below, _tail_cmp, _wcmp, key_words
 from .layout import (
-    C_CHECKS, C_POSITIVE, C_USEFUL, LAZY, LEVEL_COUNT, LEVEL_FIRST, N_L0, NONE, NUM_LEVELS, OTHER,
-    P_DAMAGED, P_K, P_LINES, P_LOADED, P_STATE, P_WOFF, PARTITIONED, PSTRIDE, S_K, S_KIND, S_LINES, S_MAX_LEN,
-    S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_WOFF, SLOTS, STRIDE,
+    C_CHECKS, C_POSITIVE, C_USEFUL, F_BLOCKED, F_COUNTING, F_CUCKOO, F_FUSE8, F_FUSE16, F_LEVELDB,
+    F_PAIRED, F_REGISTER, F_RIBBON, F_SBBF, F_STANDARD, LAZY, LEVEL_COUNT, LEVEL_FIRST, N_L0, NONE,
+    NUM_LEVELS, OTHER, P_DAMAGED, P_LOADED, P_REC, P_STATE, PARTITIONED, PSTRIDE, R_FAM, R_LEN, R_OFF, R_P0,
+    S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, SLOTS, STRIDE,
 )
+
+_LEVELDB_SEED = 0xBC9F1D34  # leveldb.BLOOM_HASH_SEED (a kernel takes no globals from a module)
 
 
 @njit(cache=True, nogil=True)
-def _probe(meta, u64, words, bounds, h, key, kstart, klen, start):
-    """The probe loop. A ``blocked`` v1 filter is checked by that family's own kernel
-    (:func:`bloomdb.filters._blocked_kernels.check_bits` on its words inside this array, numba
-    inlines it); the bound searches share :func:`_first_not_below` (measured: no slower than
-    inline at 1M keys).
+def _check(meta, u64, w32, u16, u8, r, h, key, kstart, klen):
+    """Filter record ``r``'s answer for the key (XXH3 hash ``h``): its family's ``check_hash`` on
+    the family's array inside the directory (byte offset ``meta[r + R_OFF]``, ``meta[r + R_LEN]``
+    elements) and the descriptor's scalars. An unknown code answers "may contain"."""
+    fam = meta[r + R_FAM]
+    off = meta[r + R_OFF]
+    n = meta[r + R_LEN]
+    p = r + R_P0
+    if fam == F_BLOCKED:
+        return BLK.check_hash(w32[off >> 2 : (off >> 2) + n], u64[p], meta[p + 1], h)
+    if fam == F_REGISTER:
+        return REG.check_hash(w32[off >> 2 : (off >> 2) + n], u64[p], meta[p + 1], h)
+    if fam == F_SBBF:
+        return SBB.check_hash(w32[off >> 2 : (off >> 2) + n], u64[p], xxh64_bytes(key, kstart, klen, np.uint64(0)))
+    if fam == F_PAIRED:
+        return PAI.check_hash(w32[off >> 2 : (off >> 2) + n], u64[p], u64[p + 1], meta[p + 2], u64[p + 3], u64[p + 4], h)
+    if fam == F_RIBBON:
+        return RIB.check_hash(u64[off >> 3 : (off >> 3) + n], u64[p], u64[p + 1], u64[p + 2], np.uint32(u64[p + 3]), h)
+    if fam == F_FUSE8:
+        return FUS.check_hash(u8[off : off + n], u64[p], u64[p + 1], u64[p + 2], u64[p + 3], h)
+    if fam == F_FUSE16:
+        return FUS.check_hash(u16[off >> 1 : (off >> 1) + n], u64[p], u64[p + 1], u64[p + 2], u64[p + 3], h)
+    if fam == F_STANDARD:
+        return STD.check_hash(u64[off >> 3 : (off >> 3) + n], u64[p], meta[p + 1], h)
+    if fam == F_LEVELDB:
+        return LDB.check_hash(u8[off : off + n], leveldb_hash_bytes(key, kstart, klen, np.uint64(_LEVELDB_SEED)))
+    if fam == F_COUNTING:
+        return CNT.check_hash(u8[off : off + n], u64[p], meta[p + 1], h)
+    if fam == F_CUCKOO:
+        return CKO.check_hash(u8[off : off + n], meta[p], u64[p + 1], h)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _probe(meta, u64, w32, u16, bounds, h, key, kstart, klen, start):
+    """The probe loop; the bound searches share :func:`_first_not_below` (measured: no slower
+    than inline at 1M keys).
 
     Key comparisons go by the two big-endian prefix words first (``k0``, ``k1`` of the key
     against the words stored per bound): one or two integer compares instead of a byte loop."""
     n0 = meta[N_L0]
     nlev = meta[NUM_LEVELS]
-    g0 = h >> np.uint64(32)
     k0, k1 = key_words(key, kstart, klen)
     # slot order: L0 slots newest first, then for each level the one table whose range may hold key
     j = -1  # -1: L0, else level index
@@ -70,13 +117,15 @@ def _probe(meta, u64, words, bounds, h, key, kstart, klen, start):
         kind = meta[base + S_KIND]
         if kind == NONE:
             return cand  # no usable filter (none, or damaged: fail open)
-        if kind == OTHER or kind == LAZY:
-            return -cand - 2  # Python asks (another family) or loads the filter first
+        if kind == LAZY or kind == OTHER:
+            return -cand - 2  # Python reads the filter first, or asks a family the kernel does not know
+        rec = base + S_REC
         if kind == PARTITIONED:
-            pt = meta[base + S_WOFF]
+            pt = meta[rec + R_OFF]
+            count = meta[rec + R_LEN]
             # first partition whose last key >= key
-            lo = _first_not_below(meta, u64, bounds, key, kstart, klen, k0, k1, pt, PSTRIDE, meta[base + S_LINES])
-            if lo == meta[base + S_LINES]:  # beyond the last partition: not here
+            lo = _first_not_below(meta, u64, bounds, key, kstart, klen, k0, k1, pt, PSTRIDE, count)
+            if lo == count:  # beyond the last partition: not here
                 meta[C_CHECKS] += 1
                 meta[C_USEFUL] += 1
                 continue
@@ -86,16 +135,9 @@ def _probe(meta, u64, words, bounds, h, key, kstart, klen, start):
                 return cand
             if st != P_LOADED:
                 return -cand - 2
-            woff = meta[e + P_WOFF]
-            nlines = meta[e + P_LINES]
-            k = meta[e + P_K]
-        else:
-            woff = meta[base + S_WOFF]
-            nlines = meta[base + S_LINES]
-            k = meta[base + S_K]
+            rec = e + P_REC
         meta[C_CHECKS] += 1
-        # the blocked family's own kernel, on its words at 32-bit index woff of this array
-        if check_bits(words, line_word(h, np.uint64(nlines)) + np.uint64(woff), g0, k):
+        if _check(meta, u64, w32, u16, bounds, rec, h, key, kstart, klen):
             meta[C_POSITIVE] += 1
             return cand
         meta[C_USEFUL] += 1
@@ -104,26 +146,27 @@ def _probe(meta, u64, words, bounds, h, key, kstart, klen, start):
 @njit(cache=True, nogil=True)
 def probe(directory, key, start):
     """First slot ``>= start`` that may hold ``key`` (range and filter), ``-1`` when none, or
-    ``-slot - 2`` when Python must decide for ``slot`` (a filter to load, or of another family:
-    :meth:`directory.Directory.check`). One hash per call.
+    ``-slot - 2`` when Python must read ``slot``'s filter (or partition) first
+    (:meth:`directory.Directory.check_many`). One XXH3 hash per call.
 
     ``directory`` is the whole probe structure in one int64 array (fewer arguments: numba's
-    dispatch costs ~0.1 us per array argument): the ``meta`` words, then the filters' 32-bit
-    words from 32-bit index ``directory[W32_BASE]``, then the key bounds from byte
-    ``directory[BYTE_BASE]``; the offsets stored in ``meta`` are already absolute.
+    dispatch costs ~0.1 us per array argument): the ``meta`` words, then the filters' arrays
+    from byte ``directory[ARRAY_BASE]``, then the key bounds from byte ``directory[BYTE_BASE]``;
+    the offsets stored in ``meta`` are already absolute.
     """
     n = len(key)
-    return _probe(directory, directory.view(np.uint64), directory.view(np.uint32), directory.view(np.uint8),
-                  xxh3_64_bytes(key, 0, n), key, 0, n, start)
+    return _probe(directory, directory.view(np.uint64), directory.view(np.uint32), directory.view(np.uint16),
+                  directory.view(np.uint8), xxh3_64_bytes(key, 0, n), key, 0, n, start)
 
 
 @njit(cache=True, nogil=True)
 def probe_many(directory, data, offsets, out):
     """``out[i]`` = :func:`probe` of key ``i`` (Arrow layout) from slot 0."""
     u64 = directory.view(np.uint64)
-    words = directory.view(np.uint32)
+    w32 = directory.view(np.uint32)
+    u16 = directory.view(np.uint16)
     bounds = directory.view(np.uint8)
     for i in range(offsets.shape[0] - 1):
         s = offsets[i]
         n = offsets[i + 1] - s
-        out[i] = _probe(directory, u64, words, bounds, xxh3_64_bytes(data, s, n), data, s, n, 0)
+        out[i] = _probe(directory, u64, w32, u16, bounds, xxh3_64_bytes(data, s, n), data, s, n, 0)

@@ -1,27 +1,32 @@
 """The probe directory of a version: every table's key range and filter in one int64 array, for
 the probe kernel (:func:`._probe_kernels.probe`), with filters loaded lazily.
 
-Layout (the named words of :mod:`.layout`): the header, one
-``STRIDE``-word slot per table, the partition tables of partitioned tables, the filters' 32-bit
-words, then the key bounds' bytes.
+Layout (the named words of :mod:`.layout`): the header, one ``STRIDE``-word slot per table, the
+partition tables of partitioned tables, the filters' arrays, then the key bounds' bytes.
+
+The filter side of the store is the filters' public probe contract
+(:mod:`bloomdb.filters.probe`): a filter's :meth:`~bloomdb.filters.base.Filter.probe_descriptor`
+names its family tag and format version; :data:`FAMILY_CODES` maps that pair (never the
+filter's class) to the code by which the kernel calls the family's own ``check_hash``, and the
+descriptor's array and scalars are copied into a filter record of the directory. A pair the
+kernel does not know (``scalable``, or a future format version) gets slot kind ``L.OTHER``:
+Python asks that filter (:meth:`Filter.might_contain_many` of the keys: the family hashes them
+its own way).
 
 Lazy loading: building a directory reads no filter. A table whose filter is not loaded yet gets
-slot kind ``L.LAZY`` with room reserved for its words (the filter block's size); the kernel
-hands such a slot to Python (``-slot - 2``), which reads the filter (the table keeps it), copies
-the words of a filter the kernel can check (:func:`kernel_words`) into the reserved room and flips
-the slot to ``L.BLOCKED`` (words first, kind last, so a concurrent kernel never sees a
-half-written filter). A table with
-partitioned filters gets kind ``L.PARTITIONED`` and a partition table; each partition is read on
-the first lookup that needs it and copied in the same way. Filters of other families (and a
-table whose filter turned out partitioned) make the directory rebuild once; their checks stay in
-Python, where the filter answers through its public contract (:meth:`Filter.might_contain_many`
-of the keys: the family hashes the keys its own way -- XXH3, XXH64, LevelDB's hash -- so the store never
-assumes one hash or one layout). A table's filter says which family it is in its own
-self-describing bytes, so tables written under other options are read correctly. A damaged
-filter fails open: kind ``L.NONE`` (no check counted). Counters survive a
-rebuild (a kernel still running on the old array may lose a few increments: statistics only).
+slot kind ``L.LAZY`` with room reserved for its array (the filter block's size); the kernel hands
+such a slot to Python (``-slot - 2``), which reads the filter (the table keeps it), copies the
+array into the reserved room, writes the record and flips the slot to ``L.FILTER`` (array first,
+kind last, so a concurrent kernel never sees a half-written filter). A table with partitioned
+filters gets kind ``L.PARTITIONED`` and a partition table; each partition is read on the first
+lookup that needs it and copied in the same way. A filter of a family the kernel does not know
+(and a table whose filter turned out partitioned) makes the directory rebuild once. A table's
+filter says which family it is in its own self-describing bytes, so tables written under other
+options are read correctly. A damaged filter fails open: kind ``L.NONE`` (no check counted).
+Counters survive a rebuild (a kernel still running on the old array may lose a few increments:
+statistics only).
 
-Cost: building is O(tables + loaded filter words); a table's first lookup reads its filter once.
+Cost: building is O(tables + loaded filter bytes); a table's first lookup reads its filter once.
 """
 
 from __future__ import annotations
@@ -30,26 +35,44 @@ import threading
 
 import numpy as np
 
-from ...filters.probe import BLOCKED_V1
+from ...filters import probe as FP
 from . import layout as L
 
-#: The (family tag, format version) whose own probe kernel (``_blocked_kernels.check_bits``) the
-#: probe kernel calls (:func:`._probe_kernels._probe`), keyed by the store's batch hash (XXH3-64 of
-#: the key bytes, computed once per key by the kernel). Every other pair is asked in Python
-#: through its public contract.
-KERNEL_FAMILY = BLOCKED_V1
+#: ``(family tag, format version)`` of a probe descriptor -> ``(family code, array dtype)``: the
+#: pairs whose own ``check_hash`` the probe kernel calls (:func:`._probe_kernels._check`), each on
+#: the family's own hash of the key. A pair not listed (a new format version, ``scalable``) is
+#: asked in Python through the filter's public contract.
+FAMILY_CODES: dict[tuple[int, int], tuple[int, np.dtype]] = {
+    FP.BLOCKED_V1: (L.F_BLOCKED, np.dtype(np.uint32)),
+    FP.REGISTER_V1: (L.F_REGISTER, np.dtype(np.uint32)),
+    FP.SBBF_V1: (L.F_SBBF, np.dtype(np.uint32)),
+    FP.PAIRED_V1: (L.F_PAIRED, np.dtype(np.uint32)),
+    FP.RIBBON_V1: (L.F_RIBBON, np.dtype(np.uint64)),
+    FP.FUSE8_V1: (L.F_FUSE8, np.dtype(np.uint8)),
+    FP.FUSE16_V1: (L.F_FUSE16, np.dtype(np.uint16)),
+    FP.STANDARD_V1: (L.F_STANDARD, np.dtype(np.uint64)),
+    FP.LEVELDB_V1: (L.F_LEVELDB, np.dtype(np.uint8)),
+    FP.COUNTING_V1: (L.F_COUNTING, np.dtype(np.uint8)),
+    FP.CUCKOO_V1: (L.F_CUCKOO, np.dtype(np.uint8)),
+}
+
+_MASK64 = (1 << 64) - 1
 
 
-def kernel_words(f):
-    """``(words32, num_lines, k)`` when the probe kernel can check filter ``f`` itself (its
-    :meth:`~bloomdb.filters.base.Filter.probe_descriptor` is of :data:`KERNEL_FAMILY`), else
-    ``None``: Python asks ``f``."""
+def kernel_record(f):
+    """``(family code, array, scalars)`` when the probe kernel can check filter ``f`` itself (its
+    :meth:`~bloomdb.filters.base.Filter.probe_descriptor` is a pair of :data:`FAMILY_CODES`, with
+    the array of the expected dtype), else ``None``: Python asks ``f``."""
     if f is None or f is False:
         return None
     d = f.probe_descriptor()
-    if d is None or d.kind != KERNEL_FAMILY:
+    if d is None or d.kind not in FAMILY_CODES:
         return None
-    return d.args
+    code, dtype = FAMILY_CODES[d.kind]
+    arr, scalars = d.args[0], d.args[1:]
+    if not isinstance(arr, np.ndarray) or arr.dtype != dtype or arr.ndim != 1 or len(scalars) > L.NUM_SCALARS:
+        return None
+    return code, arr, [int(x) & _MASK64 for x in scalars]
 
 
 def prefix_words(key: bytes) -> tuple[int, int]:
@@ -59,9 +82,32 @@ def prefix_words(key: bytes) -> tuple[int, int]:
     return int.from_bytes(b[:8], "big"), int.from_bytes(b[8:], "big")
 
 
+def _round8(nbytes: int) -> int:
+    return (nbytes + 7) & ~7
+
+
 def _reserve(nbytes: int) -> int:
-    """32-bit words reserved for a filter whose serialized form is ``nbytes`` long."""
-    return (nbytes + 3) // 4 + 1
+    """Bytes reserved for the array of a filter whose serialized form is ``nbytes`` long (the
+    array is never longer than the bytes it is read from; 8 more for alignment slack)."""
+    return _round8(nbytes) + 8
+
+
+def _room(rec, reserve: int) -> int:
+    """Bytes a record's array takes in the directory (``reserve`` when it is not loaded)."""
+    return reserve if rec is None else _round8(rec[1].nbytes)
+
+
+def _put_record(d, r: int, rec, off: int) -> None:
+    """Write filter record ``rec`` at word ``r`` with its array at byte ``off`` (array first, so
+    a kernel that sees the record's kind flip reads a whole filter)."""
+    code, arr, scalars = rec
+    d.view(np.uint8)[off : off + arr.nbytes] = arr.view(np.uint8)
+    u64 = d.view(np.uint64)
+    d[r + L.R_OFF] = off
+    d[r + L.R_LEN] = arr.shape[0]
+    for i, x in enumerate(scalars):
+        u64[r + L.R_P0 + i] = x
+    d[r + L.R_FAM] = code
 
 
 def _filter_says(f, keys: list[bytes]) -> list[bool]:
@@ -82,21 +128,27 @@ class Directory:
         self._lock = threading.Lock()
         self.array = self._build(None)
 
+    @property
+    def filter_bytes(self) -> int:
+        """Bytes of filter arrays copied into (or reserved in) this directory."""
+        d = self.array
+        return int(d[L.BYTE_BASE] - d[L.ARRAY_BASE])
+
     # -- building -----------------------------------------------------------------------------
     def _build(self, counters):
         slots = self.slots
         nslots = max(1, len(slots))
         plans = []  # per slot: see _plan
         nparts = 0
-        nwords = 0
+        nbytes = 0
         for r in slots:
             plan = self._plan(r.table)
             plans.append(plan)
             if plan[0] == L.PARTITIONED:
-                nparts += len(plan[5])
-                nwords += sum(w.shape[0] if w is not None else res for w, res, _, _ in plan[5])
+                nparts += len(plan[3])
+                nbytes += sum(_room(rec, res) for rec, res, _ in plan[3])
             else:
-                nwords += plan[1].shape[0] if plan[1] is not None else plan[2]
+                nbytes += _room(plan[1], plan[2])
         bounds = []  # per slot: min key, max key, then its partitions' last keys
         for r, plan in zip(slots, plans):
             bounds += (r.info.min_key, r.info.max_key)
@@ -104,12 +156,10 @@ class Directory:
                 bounds += r.table.partitions[0]
         bnd = b"".join(bounds)
         m = L.SLOTS + L.STRIDE * nslots + L.PSTRIDE * nparts
-        w64 = (nwords + 1) // 2
-        d = np.zeros(m + w64 + (len(bnd) + 7) // 8 + 1, np.int64)
+        d = np.zeros(m + nbytes // 8 + (len(bnd) + 7) // 8 + 1, np.int64)
         u64 = d.view(np.uint64)
-        w32 = d.view(np.uint32)
-        base32 = 2 * m
-        byte_base = 8 * (m + w64)
+        array_base = 8 * m
+        byte_base = array_base + nbytes
         d.view(np.uint8)[byte_base : byte_base + len(bnd)] = np.frombuffer(bnd, np.uint8)
         d[L.N_L0] = len(self.levels[0])
         d[L.NUM_LEVELS] = len(self.levels) - 1
@@ -118,16 +168,16 @@ class Directory:
             d[L.LEVEL_FIRST + 2 * (j - 1)] = s
             d[L.LEVEL_COUNT + 2 * (j - 1)] = len(self.levels[j])
             s += len(self.levels[j])
-        d[L.W32_BASE] = base32
+        d[L.ARRAY_BASE] = array_base
         d[L.BYTE_BASE] = byte_base
         if counters is not None:
             d[L.C_CHECKS : L.C_POSITIVE + 1] = counters
-        woff = base32
+        aoff = array_base
         boff = byte_base
         pt = L.SLOTS + L.STRIDE * nslots
         for i, r in enumerate(slots):
             b = L.SLOTS + L.STRIDE * i
-            kind, words, reserve, lines, k, parts = plans[i]
+            kind, rec, reserve, parts = plans[i]
             mn, mx = r.info.min_key, r.info.max_key
             u64[b + L.S_MIN_W : b + L.S_MIN_W + 2] = prefix_words(mn)
             d[b + L.S_MIN_OFF], d[b + L.S_MIN_LEN] = boff, len(mn)
@@ -135,68 +185,60 @@ class Directory:
             d[b + L.S_MAX_OFF], d[b + L.S_MAX_LEN] = boff + len(mn), len(mx)
             boff += len(mn) + len(mx)
             if kind == L.PARTITIONED:
-                d[b + L.S_WOFF] = pt
-                d[b + L.S_LINES] = len(parts)
-                for (w, res, plines_or_state, pk), last in zip(parts, r.table.partitions[0]):
+                d[b + L.S_REC + L.R_OFF] = pt
+                d[b + L.S_REC + L.R_LEN] = len(parts)
+                for (prec, pres, state), last in zip(parts, r.table.partitions[0]):
                     u64[pt + L.P_LAST_W : pt + L.P_LAST_W + 2] = prefix_words(last)
                     d[pt + L.P_LAST_OFF] = boff
                     d[pt + L.P_LAST_LEN] = len(last)
                     boff += len(last)
-                    d[pt + L.P_WOFF] = woff
-                    if w is not None:
-                        w32[woff : woff + w.shape[0]] = w
-                        d[pt + L.P_LINES] = plines_or_state
-                        d[pt + L.P_K] = pk
-                        d[pt + L.P_STATE] = L.P_LOADED
-                        woff += w.shape[0]
+                    if prec is not None:
+                        _put_record(d, pt + L.P_REC, prec, aoff)
                     else:
-                        d[pt + L.P_STATE] = plines_or_state  # L.P_LAZY, L.P_OTHER or L.P_DAMAGED
-                        d[pt + L.P_LINES] = res
-                        woff += res
+                        d[pt + L.P_REC + L.R_OFF] = aoff
+                        d[pt + L.P_REC + L.R_LEN] = pres
+                    d[pt + L.P_STATE] = state
+                    aoff += _room(prec, pres)
                     pt += L.PSTRIDE
-            elif kind == L.BLOCKED:
-                w32[woff : woff + words.shape[0]] = words
-                d[b + L.S_WOFF] = woff
-                d[b + L.S_LINES] = lines
-                d[b + L.S_K] = k
-                woff += words.shape[0]
+            elif kind == L.FILTER:
+                _put_record(d, b + L.S_REC, rec, aoff)
+                aoff += _room(rec, 0)
             elif kind == L.LAZY:
-                d[b + L.S_WOFF] = woff
-                d[b + L.S_LINES] = reserve
-                woff += reserve
+                d[b + L.S_REC + L.R_OFF] = aoff
+                d[b + L.S_REC + L.R_LEN] = reserve
+                aoff += reserve
             d[b + L.S_KIND] = kind
         return d
 
     def _plan(self, t):
-        """How the slot of table ``t`` is laid out: ``(kind, words, reserve, lines, k, partitions)``
-        with, for a partitioned table, per partition ``(words, reserve, lines, k)`` when loaded
-        and ``(None, reserve, state, 0)`` when not (``L.P_LAZY``, ``L.P_OTHER``, ``L.P_DAMAGED``)."""
+        """How the slot of table ``t`` is laid out: ``(kind, record, reserve, partitions)`` with,
+        for a partitioned table, per partition ``(record, reserve, state)``: ``(record, 0,
+        L.P_LOADED)`` when the kernel checks it, else ``(None, reserve, state)`` (``L.P_LAZY``,
+        ``L.P_OTHER``, ``L.P_DAMAGED``)."""
         if t.filter_bytes == 0:
-            return L.NONE, None, 0, 0, 0, None
+            return L.NONE, None, 0, None
         if not t.filter_loaded:
-            return L.LAZY, None, _reserve(t.filter_bytes), 0, 0, None
+            return L.LAZY, None, _reserve(t.filter_bytes), None
         f = t.filter()
         if t.partitions is not None:
             parts = []
             for i, size in enumerate(t.partitions[2]):
                 pf = t.loaded_partition(i)
-                kw = kernel_words(pf)
-                if kw is not None:
-                    w, lines, k = kw
-                    parts.append((w, 0, int(lines), k))
+                rec = kernel_record(pf)
+                if rec is not None:
+                    parts.append((rec, 0, L.P_LOADED))
                 else:
                     state = L.P_LAZY if pf is None else L.P_OTHER
                     if pf is False:
                         state = L.P_DAMAGED
-                    parts.append((None, _reserve(size), state, 0))
-            return L.PARTITIONED, None, 0, 0, 0, parts
-        kw = kernel_words(f)
-        if kw is not None:
-            w, lines, k = kw
-            return L.BLOCKED, w, 0, int(lines), k, None
+                    parts.append((None, _reserve(size), state))
+            return L.PARTITIONED, None, 0, parts
+        rec = kernel_record(f)
+        if rec is not None:
+            return L.FILTER, rec, 0, None
         if f is None:  # damaged: fail open
-            return L.NONE, None, 0, 0, 0, None
-        return L.OTHER, None, 0, 0, 0, None
+            return L.NONE, None, 0, None
+        return L.OTHER, None, 0, None
 
     # -- the Python side of a probe -----------------------------------------------------------
     def check(self, s: int, key: bytes):
@@ -233,17 +275,12 @@ class Directory:
     def _load_table(self, s, t, b) -> None:
         d = self.array
         f = t.filter()  # reads the filter block once (the table keeps it)
-        kw = kernel_words(f)
-        if kw is not None:
-            w, lines, k = kw
-            if w.shape[0] <= d[b + L.S_LINES]:
-                w32 = d.view(np.uint32)
-                off = d[b + L.S_WOFF]
-                w32[off : off + w.shape[0]] = w
-                d[b + L.S_LINES] = int(lines)
-                d[b + L.S_K] = k
-                d[b + L.S_KIND] = L.BLOCKED  # last: the kernel reads the kind first
-                return
+        rec = kernel_record(f)
+        r = b + L.S_REC
+        if rec is not None and rec[1].nbytes <= d[r + L.R_LEN]:
+            _put_record(d, r, rec, int(d[r + L.R_OFF]))
+            d[b + L.S_KIND] = L.FILTER  # last: the kernel reads the kind first
+            return
         if f is None and t.partitions is None:
             d[b + L.S_KIND] = L.NONE
             return
@@ -257,17 +294,14 @@ class Directory:
         d = self.array
         b = L.SLOTS + L.STRIDE * s
         if d[b + L.S_KIND] == L.PARTITIONED:
-            e = d[b + L.S_WOFF] + L.PSTRIDE * i
+            e = d[b + L.S_REC + L.R_OFF] + L.PSTRIDE * i
             with self._lock:
                 if d[e + L.P_STATE] == L.P_LAZY:
-                    kw = kernel_words(f)
-                    if kw is not None:
-                        w, lines, k = kw
-                        if w.shape[0] <= d[e + L.P_LINES]:
-                            w32 = d.view(np.uint32)
-                            w32[d[e + L.P_WOFF] : d[e + L.P_WOFF] + w.shape[0]] = w
-                            d[e + L.P_LINES] = int(lines)
-                            d[e + L.P_K] = k
+                    rec = kernel_record(f)
+                    r = e + L.P_REC
+                    if rec is not None:
+                        if rec[1].nbytes <= d[r + L.R_LEN]:
+                            _put_record(d, r, rec, int(d[r + L.R_OFF]))
                             d[e + L.P_STATE] = L.P_LOADED  # last
                     else:
                         d[e + L.P_STATE] = L.P_DAMAGED if f is None else L.P_OTHER

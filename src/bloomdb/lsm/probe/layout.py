@@ -8,25 +8,27 @@ One int64 array per store version::
     [NUM_LEVELS]         number of further levels described below (L1, L2, ...)
     [LEVEL_FIRST + 2j]   first slot of level j+1
     [LEVEL_COUNT + 2j]   number of slots of level j+1 (tables sorted by key, non-overlapping)
-    [W32_BASE]           32-bit index where the filter words start (same array, viewed as uint32)
+    [ARRAY_BASE]         byte index where the filters' arrays start (8-byte aligned)
     [BYTE_BASE]          byte index where the key bounds start (same array, viewed as uint8)
     [C_CHECKS]           counter: filter probes done
     [C_USEFUL]           counter: probes that said "definitely not" (the read was saved)
     [C_POSITIVE]         counter: probes that said "may contain"
-    [SLOTS + STRIDE*s..] slot s, fields S_*: kind, word offset (or partition table index),
-                         lines (or partition count, or words reserved), k, then for the min key
-                         and the max key each: its two big-endian prefix words (read as uint64),
-                         its byte offset into the array and its length
+    [SLOTS + STRIDE*s..] slot s, fields S_*: kind, then for the min key and the max key each:
+                         its two big-endian prefix words (read as uint64), its byte offset into
+                         the array and its length, then its filter record (R_*)
     partition entry      (``PSTRIDE`` words, fields P_*, for kind PARTITIONED) last key's two
-                         prefix words, its offset and length, state, word offset, lines (or words
-                         reserved), k
+                         prefix words, its offset and length, state, filter record
+    filter record        (``RSTRIDE`` words, fields R_*) family code F_*, the byte offset and
+                         element count of the family's array (copied into this directory), and
+                         the descriptor's scalars
 
-then the filters' 32-bit words, then the key bounds' bytes. Offsets stored in the array are
-absolute. Slot kinds: NONE (no usable filter: none, or damaged -- fail open, not counted),
-BLOCKED (a filter of kind ``directory.KERNEL_FAMILY``: its words at ``S_WOFF``), OTHER (another
-family: Python asks it), LAZY (the filter is not read yet: Python reads it on this first lookup),
-PARTITIONED (per-partition states P_LAZY, P_LOADED, P_OTHER, P_DAMAGED; the kernel finds the
-partition by its last key). The probe returns ``-slot - 2`` for "Python decides". A slot is a
+then the filters' arrays (each at an 8-byte aligned byte offset), then the key bounds' bytes.
+Offsets stored in the array are absolute. Slot kinds: NONE (no usable filter: none, or damaged --
+fail open, not counted), FILTER (the record names the family kernel), OTHER (a family with no
+probe descriptor the kernel knows: Python asks the filter), LAZY (the filter is not read yet:
+Python reads it on this first lookup), PARTITIONED (per-partition states P_LAZY, P_LOADED,
+P_OTHER, P_DAMAGED; the kernel finds the partition by its last key). The probe returns
+``-slot - 2`` for "Python decides". A slot is a
 candidate only when ``min key <= key <= max key`` (full bytewise comparison), so a lookup probes
 at most one table per level below L0.
 
@@ -41,38 +43,50 @@ N_L0 = 0
 NUM_LEVELS = 1
 LEVEL_FIRST = 2  # + 2j
 LEVEL_COUNT = 3  # + 2j
-W32_BASE = 18
+ARRAY_BASE = 18
 BYTE_BASE = 19
 C_CHECKS = 20
 C_USEFUL = 21
 C_POSITIVE = 22
 SLOTS = 24  # header size: slot 0 starts here
-MAX_LISTED_LEVELS = (W32_BASE - LEVEL_FIRST) // 2  # levels below L0 the header has room for
+MAX_LISTED_LEVELS = (ARRAY_BASE - LEVEL_FIRST) // 2  # levels below L0 the header has room for
+
+# a filter record (RSTRIDE words, fields R_*), inside a slot (at S_REC) or a partition entry (at
+# P_REC): the family's kernel code, its array (byte offset into the directory, element count)
+# and up to five scalars (the probe descriptor's args after the array, as 64-bit words)
+R_FAM = 0
+R_OFF = 1
+R_LEN = 2
+R_P0 = 3
+NUM_SCALARS = 5
+RSTRIDE = R_P0 + NUM_SCALARS
 
 # slot fields (STRIDE words per slot)
-STRIDE = 12
 S_KIND = 0
-S_WOFF = 1  # word offset; PARTITIONED: partition table index; LAZY: word offset too
-S_LINES = 2  # lines; PARTITIONED: partition count; LAZY: words reserved
-S_K = 3
-S_MIN_W = 4  # two prefix words
-S_MIN_OFF = 6
-S_MIN_LEN = 7
-S_MAX_W = 8  # two prefix words
-S_MAX_OFF = 10
-S_MAX_LEN = 11
+S_MIN_W = 1  # two prefix words
+S_MIN_OFF = 3
+S_MIN_LEN = 4
+S_MAX_W = 5  # two prefix words
+S_MAX_OFF = 7
+S_MAX_LEN = 8
+S_REC = 9  # the filter record; PARTITIONED: R_OFF = partition table index, R_LEN = partitions;
+#            LAZY: R_OFF = byte offset of the room reserved for the array, R_LEN = bytes reserved
+STRIDE = S_REC + RSTRIDE
 
 # partition entry fields (PSTRIDE words per partition)
-PSTRIDE = 8
 P_LAST_W = 0  # two prefix words; the bound search reads offset and length right after them
 P_LAST_OFF = 2
 P_LAST_LEN = 3
 P_STATE = 4
-P_WOFF = 5
-P_LINES = 6  # lines; not loaded: words reserved
-P_K = 7
+P_REC = 5  # the partition's filter record; not loaded: R_OFF = byte offset reserved, R_LEN = bytes
+PSTRIDE = P_REC + RSTRIDE
 
 # slot kinds
-NONE, BLOCKED, OTHER, LAZY, PARTITIONED = 0, 1, 2, 3, 4
+NONE, FILTER, OTHER, LAZY, PARTITIONED = 0, 1, 2, 3, 4
 # partition states
 P_LAZY, P_LOADED, P_OTHER, P_DAMAGED = 0, 1, 2, 3
+
+# family codes (R_FAM): which family's ``check_hash`` the probe kernel calls, and on which hash
+# (``directory.FAMILY_CODES`` maps a probe descriptor's (tag, version) to these)
+F_BLOCKED, F_REGISTER, F_SBBF, F_PAIRED, F_RIBBON, F_FUSE8, F_FUSE16 = 1, 2, 3, 4, 5, 6, 7
+F_STANDARD, F_LEVELDB, F_COUNTING, F_CUCKOO = 8, 9, 10, 11

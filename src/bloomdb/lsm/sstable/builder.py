@@ -75,7 +75,22 @@ def _filter_bytes(spec: str, kdata, koff, first, a: int, b: int) -> bytes:
 
     keys_arr = pa.Array.from_buffers(pa.large_binary(), ko.shape[0] - 1,
                                      [None, pa.py_buffer(np.ascontiguousarray(ko)), pa.py_buffer(np.ascontiguousarray(kd))])
-    return filters.build(spec, keys_arr).to_bytes()
+    return filters.build(spec, keys_arr, **table_filter_kwargs(spec)).to_bytes()
+
+
+#: Bits per key of a table's filter when its spec gives a fixed size (``register:2``).
+TABLE_BITS_PER_KEY = 10.0
+
+
+def table_filter_kwargs(spec: str) -> dict:
+    """Keywords that size one table's filter from its key count: ``{}`` for families that do so
+    already; ``bits_per_key=TABLE_BITS_PER_KEY`` for a family whose plain spec is a fixed size
+    (``register:2`` would cost 256 KiB per table whatever its size; ``register:2:8`` says 8)."""
+    name, arg = filters.parse_spec(spec)
+    cls = filters.family(name)
+    if cls.sized_by_count or (arg is not None and "bits_per_key" in cls.spec_kwargs(arg)):
+        return {}
+    return {"bits_per_key": TABLE_BITS_PER_KEY}
 
 
 #: Keys of the trial build of :func:`filter_spec_problem`: empty, binary, short and long keys.

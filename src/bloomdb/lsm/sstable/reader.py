@@ -151,6 +151,20 @@ class Table:
     def filter_bytes(self) -> int:
         return self._handles.filter_size
 
+    @property
+    def filter_memory(self) -> int:
+        """Bytes of the filters read so far and kept (the whole-table filter or the partitions
+        read): ``0`` before the first lookup that needs one."""
+        if self.partitions is not None:
+            return sum(f.size_bytes for f in self._part_filters if f)
+        return self._filter.size_bytes if self._filter is not None else 0
+
+    @property
+    def index_memory(self) -> int:
+        """Bytes the index holds in memory: the kernel's index array, the last keys, the
+        per-block checked flags."""
+        return self._index.nbytes + sum(map(len, self.last_keys)) + self._checked.nbytes
+
     # -- blocks -------------------------------------------------------------------------------
     def block(self, i: int):
         """``(array, bytes-like, offset, size)`` of data block ``i``, checked; may raise CorruptionError."""
@@ -310,6 +324,11 @@ class BlockCache:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of the blocks held now."""
+        return self._bytes
 
     def get(self, key):
         with self._lock:
