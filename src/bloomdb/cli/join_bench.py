@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from .args import choices_list, comma_list, existing_folder, fraction, output_file, positive_int
+from .report import print_runs
 
 NAME = "join-bench"
 HELP = "sum of 8 payload columns + count over an inner join (probe N rows, build N/100), bloomdb vs DuckDB/Polars"
@@ -29,10 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     runs = jb.run(args.rows, args.build_rows, tuple(args.fractions), args.compare,
                   args.threads, args.repeats, not args.no_parquet, args.dir, tuple(args.modes), progress=True)
-    print()
-    print(jb.format_table(runs))
-    print(f"(best of {args.repeats} after a warm-up; {args.threads} threads; ratios against bloomdb columnar adaptive)")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump([r.as_dict() for r in runs], fh, indent=1, default=float)
+    print_runs(jb.format_table(runs),
+               f"(best of {args.repeats} after a warm-up; {args.threads} threads; ratios against bloomdb columnar adaptive)",
+               runs, args.json)
     return 0

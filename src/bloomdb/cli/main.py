@@ -17,6 +17,7 @@ COMMANDS = (
     "bloomdb.cli.filter_bench",
     "bloomdb.cli.calc",
     "bloomdb.cli.join_bench",
+    "bloomdb.cli.dask_bench",
     "bloomdb.cli.db_bench",
     "bloomdb.cli.db_stress",
     "bloomdb.cli.ldb",
