@@ -259,3 +259,17 @@ def test_a_worker_killed_mid_build_retries_on_the_other():
             assert set(c.run(os.getpid).values()) != set(pids.values())  # the killed worker was replaced
     finally:
         cluster.close()
+
+
+def test_dask_bench_engines_agree(client, tmp_path):
+    """The bench's engines (bloomdb broadcast and shuffle plans, dd.merge, DuckDB) give the same
+    sums at every match fraction (the run cross-checks them), and bloomdb moves fewer bytes."""
+    from bloomdb.bench import dask_bench
+
+    runs = dask_bench.run(rows=30_000, files=3, fractions=(0.01, 1.0), scheduler=client.scheduler.address,
+                          repeats=1, workdir=str(tmp_path), log=lambda s: None)
+    assert {r.engine for r in runs} == {"bloomdb.dask broadcast", "bloomdb.dask shuffle", "dd.merge (hash shuffle)",
+                                        "duckdb (one process)"}
+    at1 = {r.engine: r for r in runs if r.fraction == 0.01}
+    assert at1["bloomdb.dask broadcast"].bytes_moved < at1["dd.merge (hash shuffle)"].bytes_moved
+    assert "x fewer" in dask_bench.format_table(runs)

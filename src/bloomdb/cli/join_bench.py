@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from .args import choices_list, comma_list, existing_folder, fraction, output_file, positive_int
+from .report import print_runs
 
 NAME = "join-bench"
 HELP = "sum of 8 payload columns + count over an inner join (probe N rows, build N/100), bloomdb vs DuckDB/Polars"
@@ -30,22 +30,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..bench import join_bench as jb
 
-    runs = []
+    runs, tables = [], []
     if not args.no_fractions:
         runs = jb.run(args.rows, args.build_rows, tuple(args.fractions), args.compare,
                       args.threads, args.repeats, not args.no_parquet, args.dir, tuple(args.modes), progress=True)
-        print()
-        print(jb.format_table(runs))
-        print(f"(best of {args.repeats} after a warm-up; {args.threads} threads; ratios against bloomdb columnar adaptive)")
+        tables.append(jb.format_table(runs))
     if args.shapes:
         from ..bench import join_shapes
 
         shaped = join_shapes.run(args.rows, tuple(args.shapes), args.threads, args.repeats, args.compare, args.dir)
-        print()
-        print(join_shapes.format_table(shaped))
-        print(f"(best of {args.repeats} after a warm-up; {args.threads} threads; ratios against bloomdb)")
+        tables.append(join_shapes.format_table(shaped))
         runs += shaped
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump([r.as_dict() for r in runs], fh, indent=1, default=float)
+    print_runs("\n\n".join(tables),
+               f"(best of {args.repeats} after a warm-up; {args.threads} threads; ratios against bloomdb"
+               f"{' columnar adaptive' if not args.no_fractions else ''})", runs, args.json)
     return 0

@@ -235,7 +235,8 @@ def _meta(probe_schema: pa.Schema, build_schema: pa.Schema, kw: dict) -> pd.Data
 def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", columns: list[str] | None = None,
                   aggregates: Any = None, filter: str = "blocked:10", *, left_on: Any = None,  # noqa: A002
                   right_on: Any = None, broadcast_rows: int = DEFAULT_BROADCAST_ROWS, pushdown: str = "adaptive",
-                  split_every: int = 8, shuffle_partitions: int | None = None, explain: bool = False):
+                  split_every: int = 8, shuffle_partitions: int | None = None, shuffle_method: str | None = None,
+                  explain: bool = False):
     """Join ``probe`` with ``build`` on equal keys across a Dask cluster, dropping probe rows the
     build side's filter rejects before anything leaves their worker.
 
@@ -246,7 +247,8 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
     ``columns`` / ``aggregates`` / ``pushdown`` mean what they mean in
     :func:`bloomdb.join.hash_join`; ``filter``: the build-side filter spec. Builds of at most
     ``broadcast_rows`` rows are broadcast, larger ones use the shuffle plan (``shuffle_partitions``
-    co-partitions, default the probe's partition count). Returns a lazy Dask DataFrame of result
+    co-partitions, default the probe's partition count; ``shuffle_method`` goes to Dask's
+    ``shuffle``: None for Dask's default, ``"tasks"`` or ``"p2p"``). Returns a lazy Dask DataFrame of result
     rows, or a dict of aggregates; with ``explain=True`` a pair ``(result, DaskJoinStats)`` (the
     row result is then persisted on the cluster). Raises InvalidArgument for bad options, unknown
     columns or, in the shuffle plan, keys other than integers or strings.
@@ -304,10 +306,11 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
         fparts = [dask.delayed(_filter_part, nout=3)(i, p, pkeys[0], fshipped, n, how == "anti")
                   for i, p in enumerate(probe.to_delayed())]
         pmeta = probe._meta.assign(**{_PART: np.zeros(0, np.int64)})
-        kept = dd.from_delayed([f[0] for f in fparts], meta=pmeta, verify_meta=False).shuffle(on=_PART, npartitions=n)
+        kept = dd.from_delayed([f[0] for f in fparts], meta=pmeta, verify_meta=False)
+        kept = kept.shuffle(on=_PART, npartitions=n, shuffle_method=shuffle_method)
         btag = build.map_partitions(_tag_build, bkeys[0], n,
                                     meta=build._meta.assign(**{_PART: np.zeros(0, np.int64)}))
-        btag = btag.shuffle(on=_PART, npartitions=n)
+        btag = btag.shuffle(on=_PART, npartitions=n, shuffle_method=shuffle_method)
         bmeta = pa.Schema.from_pandas(build._meta, preserve_index=False)
         meta = None if aggs else _meta(pschema, bmeta, kw)
         pairs = [dask.delayed(_join_part, nout=2)(i, p, b, kw, False)
