@@ -30,10 +30,10 @@ import numpy as np
 
 from ..checksum import crc32c
 from ..errors import BloomDBError, InvalidArgument, KeyTypeError, StoreClosed
-from . import checkpoint, opening, properties, readonly, wal
+from . import checkpoint, opening, properties, rangedel, readonly, wal
 from .background import Background, TaskContext
 from .compaction import executor
-from .iterator import Iterator, IteratorClosed, View, half_open
+from .iterator import Iterator, IteratorClosed, half_open
 from .fs import RealFS
 from .memtable import MemTable
 from .options import MAX_LEVELS, Options
@@ -44,7 +44,7 @@ from .sstable.reader import BlockCache
 from .version import TableRef, Version
 from .version_set import VersionSet
 
-MAX_SEQ = (1 << 56) - 1
+from .rangedel import MAX_SEQ  # noqa: E402  (re-exported)
 _PUT_HEAD = wal.PUT_HEAD
 _U32 = wal._U32
 
@@ -72,7 +72,7 @@ def _value(value: Any) -> bytes:
 
 
 class WriteBatch:
-    """Puts and deletes applied atomically by :meth:`DB.write` (all or none, even after a crash)."""
+    """Puts, deletes, range deletes applied atomically by :meth:`DB.write` (all or none, even after a crash)."""
 
     __slots__ = ("ops",)
 
@@ -85,6 +85,12 @@ class WriteBatch:
 
     def delete(self, key) -> "WriteBatch":
         self.ops.append((_key(key), None))
+        return self
+
+    def delete_range(self, start, end) -> "WriteBatch":
+        """Delete every key in ``[start, end)`` (a range tombstone, :mod:`.rangedel`)."""
+        if rangedel.check_range(start := _key(start), end := _key(end)):
+            self.ops.append((start, wal.RangeEnd(end)))
         return self
 
     def clear(self) -> None:
@@ -194,7 +200,8 @@ class DB:
     def _write_table(self, mem: MemTable, level: int) -> TableRef:
         """Write ``mem`` as a new table for ``level`` (a flush, or recovery's replayed logs)."""
         last = all(not self._version.levels[i] for i in range(1, MAX_LEVELS))
-        info, table = executor.write_table(TaskContext(self, 0), self._new_file_number(), mem.table_arrays(), level, last)
+        arrays, number = mem.table_arrays(), self._new_file_number()
+        info, table = executor.write_table(TaskContext(self, 0), number, arrays, level, last, mem.rdels)
         self._stats["bytes_flushed"] += info.file_size
         return TableRef(level, info, table)
 
@@ -279,6 +286,11 @@ class DB:
             self._seq = seq
             self._mem.add(seq, key, None, self._keep_old)
 
+    def delete_range(self, start, end, sync: bool = False) -> None:
+        """Remove every key in ``[start, end)`` (RocksDB's ``DeleteRange``): one range tombstone
+        (:mod:`.rangedel`). ``end < start`` raises InvalidArgument; ``start == end`` is a no-op."""
+        self.write(WriteBatch().delete_range(start, end), sync)
+
     def write(self, batch: WriteBatch, sync: bool = False) -> None:
         """Apply ``batch`` atomically: one WAL record, consecutive sequence numbers."""
         if not isinstance(batch, WriteBatch):
@@ -291,10 +303,7 @@ class DB:
             self._make_room()
             first = self._seq + 1
             self._append(wal.encode_batch(first, ops), sync)
-            keep = self._keep_old
-            add = self._mem.add
-            for i, (k, v) in enumerate(ops):
-                add(first + i, k, v, keep)
+            self._mem.apply(first, ops, self._keep_old)
             self._seq = first + len(ops) - 1
 
     def _append(self, record: bytes, sync: bool) -> None:
@@ -400,7 +409,10 @@ class DB:
         """
         if type(key) is not bytes:
             key = _key(key)
-        mem, imm, ver = self._state
+        mem, imm, ver = state = self._state
+        if mem.rdels or ver.range_dels or (imm is not None and imm.rdels):
+            if c := rangedel.covered(self, state, snapshot, (key,)):
+                return default if c[0] is None else c[0]
         if snapshot is None:
             e = mem.latest.get(key)
             if e is None and imm is not None:
@@ -428,7 +440,7 @@ class DB:
         if not set(map(type, keys)) <= {bytes}:
             keys = [_key(k) for k in keys]
         n = len(keys)
-        mem, imm, ver = self._state
+        mem, imm, ver = state = self._state
         if snapshot is None:
             snap = MAX_SEQ
             found = list(map(mem.latest.get, keys))
@@ -441,16 +453,15 @@ class DB:
             if imm is not None:
                 found = [e if e is not None else imm.get(k, snap) for k, e in zip(keys, found)]
         if found.count(None) == n:  # nothing in the memtables (the common case of a big batch)
-            out = [default] * n
-            todo = range(n)
-            sub = keys
+            out, todo, sub = [default] * n, range(n), keys
         else:
             out = [default if e is None or e[1] is None else e[1] for e in found]
             todo = [i for i, e in enumerate(found) if e is None]
-            if not todo:
-                return out
             sub = [keys[i] for i in todo]
-        self._reads.get_many(ver, sub, snap, out, todo)
+        if todo:
+            self._reads.get_many(ver, sub, snap, out, todo)
+        for i, v in (rangedel.covered(self, state, snapshot, keys) or {}).items():  # range-deleted keys
+            out[i] = default if v is None else v
         return out
 
     def __contains__(self, key) -> bool:
@@ -480,10 +491,8 @@ class DB:
                 raise IteratorClosed(f"{self.path}: the store is closed")
             own = self.snapshot() if snapshot is None else None
             snap = snapshot.seq if own is None else own.seq
-            mem, imm, ver = self._state
-            items = [mem.range_items(lo, hi, snap)] + ([imm.range_items(lo, hi, snap)] if imm is not None else [])
-        it = Iterator(View(items, ver, snap), lo, hi, reverse, include_key, include_value,
-                      None if own is None else own.close)
+            view = rangedel.view(self._state, lo, hi, snap)
+        it = Iterator(view, lo, hi, reverse, include_key, include_value, None if own is None else own.close)
         self._iterators.add(it)
         return it
 

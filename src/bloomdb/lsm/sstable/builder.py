@@ -145,7 +145,7 @@ def _table_filter(spec: str | None, kdata, koff, lasts, n: int, partition_blocks
 
 def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff, filter_spec: str | None,
                        block_size: int, restart_interval: int, compression: str | None,
-                       sync: bool = True, partition_blocks: int = 0) -> TableInfo:
+                       sync: bool = True, partition_blocks: int = 0, range_dels: tuple = ()) -> TableInfo:
     """:func:`build_table` over packed arrays (Arrow layout: ``kdata``/``koff`` user keys,
     ``vdata``/``voff`` values, ``tr`` uint64 trailers): no Python object per entry.
 
@@ -196,8 +196,10 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
         fbytes = b"".join(pindex)
     seqs = tr >> np.uint64(8)
     dels = int(np.count_nonzero((tr & np.uint64(0xFF)) == 0))
-    meta = Meta(n, dels, int(seqs.min()), int(seqs.max()), int(koff[-1] - koff[0]), int(voff[-1] - voff[0]),
-                len(ends), key(0), key(n - 1), filter_spec if fbytes else None)
+    rseqs = [q for _, _, q in range_dels]
+    meta = Meta(n, dels, min([int(seqs.min())] + rseqs), max([int(seqs.max())] + rseqs), int(koff[-1] - koff[0]),
+                int(voff[-1] - voff[0]), len(ends), key(0), key(n - 1), filter_spec if fbytes else None,
+                tuple(range_dels))
     handles = []
     for blob in (fbytes, encode_meta(meta), index):
         framed = frame(blob, 0)
