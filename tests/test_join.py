@@ -269,7 +269,11 @@ def test_bad_arguments(tables):
     with pytest.raises(InvalidArgument):
         hash_join(path, build, on="k", aggregates=["median(v)"])
     with pytest.raises(InvalidArgument):
-        hash_join(path, build, on="k", aggregates=["sum(b)"])
+        hash_join(path, build, on="k", aggregates=["sum(nope)"])
+    with pytest.raises(InvalidArgument):
+        hash_join(path, build, on="k", how="anti", aggregates=["sum(b)"])  # an anti join has no build rows
+    with pytest.raises(InvalidArgument):
+        hash_join(path, build, on="k", chunk_rows=0)
     with pytest.raises(InvalidArgument):
         hash_join(path, build, on="k", how="semi", columns=["b"])
     with pytest.raises(InvalidArgument):
@@ -304,7 +308,7 @@ def duck_aggs_count(probe: pa.Table, build: pa.Table) -> dict:
 
 
 def test_integer_sum_paths_are_exact():
-    from bloomdb.join.hash_join import _sum
+    from bloomdb.join.aggregate import exact_sum as _sum
 
     rng = np.random.default_rng(9)
     v = rng.integers(-(2**63), 2**63 - 1, 5000, dtype=np.int64)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bloomdb.errors import BloomDBError
+from bloomdb.errors import BloomDBError, StoreIOError
 from bloomdb.lsm import DB, Options, WriteBatch
 from bloomdb.lsm.fs import FaultyFS, InjectedFault
 
@@ -41,8 +41,9 @@ def test_torn_write_anywhere(tmp_path, budget):
             db.put(b"after", b"1")
         db.close()
     else:
-        with pytest.raises(InjectedFault):
+        with pytest.raises(StoreIOError) as e:  # our error, naming the store (issue 15)
             DB.open(path, _opts(fs))
+        assert isinstance(e.value.__cause__, InjectedFault) and path in str(e.value)
     with DB.open(path, _opts(None)) as db2:
         for j in acked:
             assert db2.get(b"a%04d" % j) == b"x" * 30 and db2.get(b"b%04d" % j) == b"y" * 30

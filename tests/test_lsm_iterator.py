@@ -1,7 +1,8 @@
 """``DB.iterator`` against LevelDB (plyvel) and a sorted-list cursor model.
 
-The same random puts, deletes, batches, snapshots and reopens go to bloomdb (tiny memtables and
-tables, so entries are spread over the memtable and several levels) and to LevelDB. Then every
+The same random puts, deletes, range deletes, batches, snapshots and reopens go to bloomdb (tiny memtables and
+tables, so entries are spread over the memtable and several levels) and to LevelDB (which has
+no range delete: there it is a batch deleting the keys the model holds in the range). Then every
 iterator form (bounds, inclusive flags, prefix, reverse, keys/values only, at a snapshot) is
 driven through a random walk of ``next``/``prev``/``seek``/``seek_to_start``/``seek_to_stop``.
 bloomdb must match the model at every step; plyvel must match it too, except at the three steps
@@ -175,6 +176,13 @@ def _check_iterators(rng, db, ldb, model: dict, snaps, count: int, steps: int) -
             _walk(rng, ours, theirs, cur, form, steps)
 
 
+def _delete_range(lb, model: dict, a: bytes, b: bytes) -> None:
+    """LevelDB's stand-in for a range delete: delete (in batch ``lb``) the model's keys in ``[a, b)``."""
+    for k in [k for k in model if a <= k < b]:
+        lb.delete(k)
+        del model[k]
+
+
 def _differential(path, seed: int, rounds: int, ops: int, iterators: int, steps: int) -> None:
     rng = random.Random(seed)
     opts = small_options(background_compaction=False)
@@ -192,21 +200,30 @@ def _differential(path, seed: int, rounds: int, ops: int, iterators: int, steps:
                     db.put(k, v)
                     ldb.put(k, v)
                     model[k] = v
-                elif r < 0.75:
+                elif r < 0.72:
                     db.delete(k)
                     ldb.delete(k)
                     model.pop(k, None)
+                elif r < 0.77:
+                    a, b = sorted((k, _random_key(rng)))
+                    db.delete_range(a, b)
+                    with ldb.write_batch() as lb:
+                        _delete_range(lb, model, a, b)
                 else:
                     batch = []
-                    for _ in range(rng.randint(1, 6)):
+                    for j in range(rng.randint(1, 6)):  # unique values: a values-only walk tells them apart
                         k = _random_key(rng)
-                        batch.append((k, None if rng.random() < 0.3 else b"b%d" % i))
+                        x = rng.random()
+                        batch.append((k, None if x < 0.25 else sorted((k, _random_key(rng))) if x < 0.35 else b"b%d.%d.%d" % (rnd, i, j)))
                     from bloomdb.lsm import WriteBatch
 
                     wb = WriteBatch()
                     with ldb.write_batch() as lb:
                         for k, v in batch:
-                            if v is None:
+                            if type(v) is list:
+                                wb.delete_range(*v)
+                                _delete_range(lb, model, *v)
+                            elif v is None:
                                 wb.delete(k)
                                 lb.delete(k)
                                 model.pop(k, None)

@@ -75,3 +75,25 @@ class NotFoundError(BloomDBError, KeyError):
 
 class FilterBuildError(BloomDBError):
     """A static filter could not be built from its keys (e.g. every Ribbon seed failed to band)."""
+
+
+class StoreClosed(BloomDBError, RuntimeError):
+    """A store (or an object reading it) was used after ``close()`` (a ``RuntimeError`` too, as
+    plyvel raises for a closed database)."""
+
+
+class StoreReadOnly(BloomDBError):
+    """A write (or a flush, compaction, checkpoint) on a store opened with ``read_only=True``."""
+
+
+class StoreIOError(BloomDBError, OSError):
+    """The store could not read or write its folder (a read-only folder, a full disk, ...). The
+    message names the path and what to do; ``errno`` and ``filename`` are the operating system's."""
+
+    def __init__(self, message: str, errno: int | None = None, filename: str | None = None):
+        super().__init__(message)
+        self.errno = errno
+        self.filename = filename
+
+    def __str__(self) -> str:  # OSError's own would print "[Errno N] None: filename"
+        return str(self.args[0])

@@ -26,6 +26,13 @@ class CalcRow:
     keys_that_fit: int  # -1: unlimited (a growing family)
     note: str = ""
 
+    @property
+    def over_bound(self) -> float:
+        """Bits per key over the information-theoretic bound ``log2(1 / expected FP rate)``."""
+        if not 0 < self.expected_fpr < 1 or self.bits_per_key <= 0:
+            return float("nan")
+        return self.bits_per_key / math.log2(1 / self.expected_fpr)
+
 
 def _bpk_for(cls, fpr: float) -> float | None:
     """Smallest bits/key (0.01 steps) whose model FP rate is <= fpr, or None without a model."""
@@ -70,8 +77,12 @@ def calculate(keys: int, fpr: float, size_bytes: int | None = None) -> list[Calc
             if (row := _fixed_fpr_row(cls, keys, fpr, size_bytes)) is not None:
                 rows.append(row)
             continue
+        if info.name in _OWN_ROWS:
+            if (row := _OWN_ROWS[info.name](cls, keys, fpr, size_bytes)) is not None:
+                rows.append(row)
+            continue
         if info.spec_meaning != "bits per key":
-            continue  # families sized by other parameters (fixed-size, fingerprint bits) are listed by their own tools
+            continue  # a family added later with another sizing: listed by filter-bench only
         try:
             if size_bytes is None:
                 bpk = _bpk_for(cls, fpr)
@@ -114,16 +125,107 @@ def _fixed_fpr_row(cls, keys: int, fpr: float, size_bytes: int | None) -> CalcRo
     if expected > fpr:
         return None
     bits = cls.num_bits_for(keys)
-    fit = keys
-    if size_bytes is not None:
-        lo, hi = 0, max(keys, 1)
-        while cls.num_bits_for(hi) <= size_bytes * 8:
-            lo, hi = hi, 2 * hi
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if cls.num_bits_for(mid) <= size_bytes * 8 else (lo, mid)
-        fit = lo
+    fit = keys if size_bytes is None else _most_keys_within(cls.num_bits_for, size_bytes * 8, keys)
     return CalcRow(cls.family, bits, -(-bits // 8), bits / keys, 3, expected, fit, "static: size set by the keys")
+
+
+def _most_keys_within(bits_of, limit_bits: int, start: int) -> int:
+    """The most keys ``n`` with ``bits_of(n) <= limit_bits`` (``bits_of`` non-decreasing)."""
+    lo, hi = 0, max(start, 1)
+    while bits_of(hi) <= limit_bits:
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if bits_of(mid) <= limit_bits else (lo, mid)
+    return lo
+
+
+def _leveldb_row(cls, keys: int, fpr: float, size_bytes: int | None) -> CalcRow | None:
+    """LevelDB: whole bits per key, k = 0.69 b; the model adds its 32-bit hash's collisions."""
+    def model(n: float, bits: int, k: int) -> float:
+        n = max(n, 1)
+        return fm.independent_fpr(cls.expected_fpr(bits / n, k), fm.fingerprint_fpr(n, 32))
+
+    if size_bytes is None:
+        bpk = _bpk_for(cls, fpr)
+        if bpk is None:
+            return None
+        b = math.ceil(bpk)
+        while b < 100 and model(keys, keys * b, cls.build([], bits_per_key=b).num_probes) > fpr:
+            b += 1
+        bits = max(64, -(-keys * b // 8) * 8)
+    else:
+        bits = size_bytes * 8
+        b = max(1, int(bits / keys))
+    k = cls.build([], bits_per_key=b).num_probes
+    fit = fm.keys_before_fpr(lambda n: model(n, bits, k), fpr, keys)
+    return CalcRow(cls.family, bits, bits // 8, bits / keys, k, model(keys, bits, k), fit, f"leveldb:{b}")
+
+
+def _ribbon_row(cls, keys: int, fpr: float, size_bytes: int | None) -> CalcRow | None:
+    """Ribbon: fractional result columns c (FP between 2^-floor(c) and 2^-ceil(c)) times its slots
+    per key; the spec number is the Bloom-equivalent bits per key, so memory is given directly."""
+    from ..filters.ribbon import default_slots_per_key
+
+    slots = default_slots_per_key(keys)
+    if size_bytes is None:
+        lower = math.floor(-math.log2(fpr))
+        cols = lower + max(0.0, min(1.0, 2 * (1 - fpr * 2.0**lower)))
+        bits = math.ceil(keys * slots * cols)
+    else:
+        bits = size_bytes * 8
+    model = lambda n: cls.expected_fpr(bits / max(n, 1) * default_slots_per_key(1_000_000) / default_slots_per_key(max(n, 1)))  # noqa: E731
+    return CalcRow(cls.family, bits, -(-bits // 8), bits / keys, 0, model(keys),
+                   fm.keys_before_fpr(model, fpr, keys), "static; no k (one row of XORs)")
+
+
+def _cuckoo_row(cls, keys: int, fpr: float, size_bytes: int | None) -> CalcRow | None:
+    """Cuckoo: the narrowest fingerprint (8/12/16 bits) meeting ``fpr`` at the table's load; "keys
+    that fit" is also capped by the table's capacity (adds beyond it raise FilterFull)."""
+    from ..filters.cuckoo import FINGERPRINT_BITS
+
+    rows = []
+    for fb in FINGERPRINT_BITS:
+        size_of = lambda n, fb=fb: cls(capacity=max(1, n), fingerprint_bits=fb).num_bits  # noqa: E731
+        bits = size_of(keys) if size_bytes is None else size_bytes * 8
+        model = lambda n, bits=bits, fb=fb: cls.expected_fpr(bits / max(n, 1), fingerprint_bits=fb)  # noqa: E731
+        if size_bytes is None and model(keys) > fpr:
+            continue
+        held = _most_keys_within(size_of, bits, keys)
+        fit = min(held, fm.keys_before_fpr(model, fpr, keys))
+        over = held < keys  # the table is full before N keys: no FP rate at N
+        rows.append(CalcRow(cls.family, bits, -(-bits // 8), bits / keys, 2, float("nan") if over else model(keys), fit,
+                            f"cuckoo:{fb}" + (f"; full at {held:,} keys" if over else "")))
+        if size_bytes is None:
+            break  # the narrowest fingerprint that meets the target
+    return max(rows, key=lambda r: r.keys_that_fit, default=None)  # with --bytes: the one holding most keys
+
+
+def _register_row(cls, keys: int, fpr: float, size_bytes: int | None) -> CalcRow | None:
+    """Register-blocked: the k (1..4) needing the fewest bits per key for ``fpr``; with ``--bytes``
+    the k with the lowest FP rate at that size."""
+    best = None
+    for k in (1, 2, 3, 4):
+        if size_bytes is None:
+            if cls.expected_fpr(200.0, k) > fpr:
+                continue
+            lo, hi = 0.5, 200.0
+            for _ in range(50):
+                mid = (lo + hi) / 2
+                lo, hi = (lo, mid) if cls.expected_fpr(mid, k) <= fpr else (mid, hi)
+            bits = 32 * math.ceil(keys * hi / 32)
+        else:
+            bits = 32 * (size_bytes // 4)
+        model = lambda n, bits=bits, k=k: cls.expected_fpr(bits / max(n, 1), k)  # noqa: E731
+        row = CalcRow(cls.family, bits, bits // 8, bits / keys, k, model(keys), fm.keys_before_fpr(model, fpr, keys),
+                      f"register:{k}, size_bytes={bits // 8}")
+        if best is None or (row.bits, row.expected_fpr) < (best.bits, best.expected_fpr):
+            best = row
+    return best
+
+
+#: Families whose spec number is not plain bits per key get a row of their own.
+_OWN_ROWS = {"leveldb": _leveldb_row, "ribbon": _ribbon_row, "cuckoo": _cuckoo_row, "register": _register_row}
 
 
 def _fit(n: int) -> str:
@@ -131,13 +233,15 @@ def _fit(n: int) -> str:
 
 
 def format_rows(rows: list[CalcRow], keys: int, fpr: float, size_bytes: int | None) -> str:
-    head = f"{'family':<10}{'bits':>14}{'bytes':>14}{'bits/key':>10}{'k':>4}{'expected FPR':>14}{'keys that fit':>15}"
+    head = (f"{'family':<10}{'bits':>14}{'bytes':>14}{'bits/key':>10}{'x bound':>8}{'k':>4}{'expected FPR':>14}"
+            f"{'keys that fit':>15}")
     title = f"{keys:,} keys at FP rate {fpr:g}" + (f", {size_bytes:,} bytes" if size_bytes else "")
     lines = [title, head, "-" * len(head)]
     for r in rows:
         lines.append(
-            f"{r.family:<10}{r.bits:>14,}{r.bytes:>14,}{r.bits_per_key:>10.2f}{r.num_probes:>4}"
+            f"{r.family:<10}{r.bits:>14,}{r.bytes:>14,}{r.bits_per_key:>10.2f}{r.over_bound:>7.2f}x{r.num_probes:>4}"
             f"{100 * r.expected_fpr:>13.4f}%{_fit(r.keys_that_fit):>15} {r.note}"
         )
     lines.append("keys that fit: most keys the filter holds before its expected FP rate crosses the target")
+    lines.append("x bound: bits per key over the information-theoretic bound log2(1 / expected FP rate)")
     return "\n".join(lines)

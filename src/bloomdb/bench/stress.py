@@ -4,7 +4,7 @@
   (flushes and compactions all the time), each read compared with a dict; returns the number of
   divergences (0 is the only correct answer) and raises nothing on a mismatch so the tool can
   report them all.
-* :func:`kill_check`: a forked child writes batches with ``sync=True`` and reports each
+* :func:`kill_check`: a forked child writes batches (puts, a delete, a range delete) with ``sync=True`` and reports each
   acknowledged batch through a pipe; it is killed with SIGKILL after a random delay; the parent
   reopens the store and checks every acknowledged batch is present and the in-flight one is
   all-or-nothing. POSIX only (``os.fork``).
@@ -32,7 +32,7 @@ def stress_options(**kw) -> Options:
 def model_check(path: str, ops: int, seed: int = 0, report=print, options: Options | None = None, tick=None) -> int:
     """Run ``ops`` random operations against a dict; returns the number of divergences.
 
-    The op mix: puts, deletes, write batches, gets, multi_gets, forward/reverse range scans,
+    The op mix: puts, deletes, range deletes (alone and in batches), write batches, gets, multi_gets, forward/reverse range scans,
     snapshots (gets and scans against frozen copies of the dict), flushes and close/reopen; at the
     end a full scan, ``compact_range``, another full scan and a ``multi_get`` of every key.
     ``options`` defaults to :func:`stress_options` (tiny memtables: constant flushes/compactions).
@@ -68,21 +68,30 @@ def model_check(path: str, ops: int, seed: int = 0, report=print, options: Optio
                 k, v = key(), rng.randbytes(rng.randrange(40))
                 db.put(k, v)
                 model[k] = v
-            elif r < 0.55:
+            elif r < 0.535:
                 k = key()
                 db.delete(k)
                 model.pop(k, None)
+            elif r < 0.55:
+                a, b2 = span()
+                db.delete_range(a, b2)
+                _drop_range(model, a, b2)
             elif r < 0.62:
                 b = WriteBatch()
                 for _ in range(rng.randrange(1, 6)):
                     k = key()
-                    if rng.random() < 0.7:
+                    x = rng.random()
+                    if x < 0.65:
                         v = rng.randbytes(8)
                         b.put(k, v)
                         model[k] = v
-                    else:
+                    elif x < 0.9:
                         b.delete(k)
                         model.pop(k, None)
+                    else:
+                        a, b2 = span()
+                        b.delete_range(a, b2)
+                        _drop_range(model, a, b2)
                 db.write(b)
             elif r < 0.85:
                 k = key()
@@ -129,6 +138,11 @@ def model_check(path: str, ops: int, seed: int = 0, report=print, options: Optio
     return bad
 
 
+def _drop_range(model: dict, a: bytes, b: bytes) -> None:
+    for k in [k for k in model if a <= k < b]:
+        del model[k]
+
+
 def _key(c: int, j: int, m: int) -> bytes:
     return b"c%05d-b%06d-%d" % (c, j, m)
 
@@ -139,10 +153,11 @@ def _child(path: str, cycle: int, wfd: int) -> None:
         j = 0
         while True:
             b = WriteBatch()
-            for m in range(3):
+            for m in range(4):
                 b.put(_key(cycle, j, m), b"v%d" % j * 8)
             if j:
                 b.delete(_key(cycle, j - 1, 0))
+                b.delete_range(_key(cycle, j - 1, 3), _key(cycle, j - 1, 4))  # a range tombstone
             db.write(b, sync=True)
             os.write(wfd, struct.pack("<I", j))
             j += 1
@@ -164,6 +179,8 @@ def verify_cycle(db, cycle: int, acked: int) -> list[str]:
             problems.append(f"cycle {cycle}: acknowledged batch {j} lost")
         if (db.get(_key(cycle, j, 0)) is None) != applied[j + 1]:
             problems.append(f"cycle {cycle}: batch {j + 1} applied partially (its delete)")
+        if (db.get(_key(cycle, j, 3)) is None) != applied[j + 1]:
+            problems.append(f"cycle {cycle}: batch {j + 1} applied partially (its range delete)")
     if applied[acked + 2]:
         problems.append(f"cycle {cycle}: a batch never started is present")
     return problems

@@ -174,6 +174,10 @@ class Filter(ABC):
     family_version: ClassVar[int] = 1
     #: True for families built once from all keys (``build``); ``add`` then raises.
     static: ClassVar[bool] = False
+    #: False for families whose plain spec is a fixed size whatever the number of keys
+    #: (``register:2`` is 256 KiB): an engine building one filter per batch of keys (an LSM table)
+    #: then passes ``bits_per_key`` so the filter is sized from the batch's key count.
+    sized_by_count: ClassVar[bool] = True
     #: What the number in a spec ``"family:N"`` means (for ``available()``).
     spec_meaning: ClassVar[str] = "bits per key"
     #: A typical spec, used by docs, the demo and the generic test-suite.

@@ -67,6 +67,7 @@ class RegisterBloom(HashedFilter):
     #: k = 2 (the post's) at 10 bits/key like the other families' examples, so the demo table compares
     #: equal memory; plain ``"register:2"`` is the fixed 256 KiB filter.
     example_spec = "register:2:10"
+    sized_by_count = False  # plain "register:2" is 256 KiB whatever the count
     spec_meaning = "k (bits set inside the key's 32-bit word); size_bytes= fixes the size (256 KiB default)"
 
     def __init__(

@@ -9,7 +9,8 @@ See :func:`hash_join` for the contract, :mod:`bloomdb.join.adaptive` for when th
 
 from .adaptive import AdaptivePolicy, Transition
 from .build import DEFAULT_FILTER_BYTES, BuildSide
-from .hash_join import DEFAULT_FILTER, JoinStats, hash_join
+from .hash_join import DEFAULT_FILTER, hash_join
+from .stats import JoinStats
 from .open_files import release_files
 
 __all__ = ["hash_join", "JoinStats", "BuildSide", "AdaptivePolicy", "Transition", "DEFAULT_FILTER",

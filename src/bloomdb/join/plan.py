@@ -1,4 +1,4 @@
-"""Parsing what the caller asked for: join keys, output columns and aggregates."""
+"""Parsing what the caller asked for: join keys, output columns, aggregates and group-by keys."""
 
 from __future__ import annotations
 
@@ -10,8 +10,14 @@ import pyarrow as pa
 
 from ..errors import InvalidArgument
 
-HOWS = ("inner", "semi", "anti")
-AGG_FUNCS = ("sum", "count", "min", "max")
+HOWS = ("inner", "left", "right", "full", "semi", "anti")
+#: joins whose result holds build columns (semi / anti return probe rows only)
+WITH_BUILD = ("inner", "left", "right", "full")
+#: joins that emit build rows without a probe match (probe columns null there)
+KEEPS_BUILD = ("right", "full")
+#: joins that emit probe rows without a build match
+KEEPS_PROBE = ("left", "full", "anti")
+AGG_FUNCS = ("sum", "count", "min", "max", "avg")
 _AGG_RE = re.compile(r"^\s*(\w+)\s*\(\s*([^()]*?)\s*\)\s*$")
 
 
@@ -20,13 +26,15 @@ class OutColumn:
     side: str  # "probe" | "build"
     name: str  # column name on that side
     out: str  # name in the result
+    fill: str | None = None  # build column filling this probe key where only the build side matched
 
 
 @dataclass(frozen=True)
 class Agg:
-    func: str  # sum | count | min | max
+    func: str  # sum | count | min | max | avg
     column: str | None  # None for count(*)
     out: str
+    side: str = "probe"  # the side ``column`` is read from
 
 
 def _names(value: Any, name: str) -> list[str] | None:
@@ -60,13 +68,34 @@ def parse_on(on: Any, left_on: Any = None, right_on: Any = None) -> tuple[list[s
     return left, right
 
 
-def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, bkeys: list[str]) -> list[OutColumn]:
+def resolve(c: str, probe: pa.Schema, build: pa.Schema, how: str, what: str = "column") -> tuple[str, str]:
+    """``(side, name)`` of a column reference: a name looked up on the probe side first, then the
+    build side; ``"probe.x"`` / ``"build.x"`` pick a side. Build columns need a join that keeps them."""
+    side, _, name = c.partition(".")
+    if not (name and side in ("probe", "build")):
+        if c in probe.names:
+            side, name = "probe", c
+        elif c in build.names:
+            side, name = "build", c
+        else:
+            raise InvalidArgument(f"no {what} {c!r} on either side of the join")
+    schema = probe if side == "probe" else build
+    if name not in schema.names:
+        raise InvalidArgument(f"no {what} {name!r} on the {side} side")
+    if side == "build" and how not in WITH_BUILD:
+        raise InvalidArgument(f"a {how} join returns probe rows only; {c!r} is a build column")
+    return side, name
+
+
+def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, pkeys: list[str],
+                   bkeys: list[str]) -> list[OutColumn]:
     """Resolve ``columns`` (None = every probe column, plus the build side's non-key columns for
-    inner joins). A name is looked up on the probe side first; ``"build.x"`` / ``"probe.x"`` pick a
-    side explicitly. Build columns are only available to inner joins."""
+    joins that keep build columns). In right and full joins a probe key column is filled from its
+    build key where only the build side has the row (pandas' and DuckDB's ``USING`` coalescing)."""
+    fills = dict(zip(pkeys, bkeys)) if how in KEEPS_BUILD else {}
     if columns is None:
-        out = [OutColumn("probe", n, n) for n in probe.names]
-        if how == "inner":
+        out = [OutColumn("probe", n, n, fills.get(n)) for n in probe.names]
+        if how in WITH_BUILD:
             taken = set(probe.names)
             for n in build.names:
                 if n not in bkeys:
@@ -78,31 +107,34 @@ def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, b
         raise InvalidArgument("columns is empty; name at least one column (or count with aggregates=['count(*)'])")
     out = []
     for c in columns:
-        side, _, name = c.partition(".")
-        if name and side in ("probe", "build"):
-            pass
-        elif c in probe.names:
-            side, name = "probe", c
-        elif c in build.names:
-            side, name = "build", c
-        else:
-            raise InvalidArgument(f"no column {c!r} on either side of the join")
-        schema = probe if side == "probe" else build
-        if name not in schema.names:
-            raise InvalidArgument(f"no column {name!r} on the {side} side")
-        if side == "build" and how != "inner":
-            raise InvalidArgument(f"a {how} join returns probe rows only; {c!r} is a build column")
-        out.append(OutColumn(side, name, c))
+        side, name = resolve(c, probe, build, how)
+        out.append(OutColumn(side, name, c, fills.get(name) if side == "probe" else None))
     if len({o.out for o in out}) != len(out):
         raise InvalidArgument("output column names must be unique")
     return out
 
 
-def parse_aggregates(aggregates: Any, probe: pa.Schema) -> list[Agg]:
-    """``["sum(x)", "count(*)", ("max", "y")]`` or ``{"total": "sum(x)", "n": ("count", None)}``.
+def parse_group_by(group_by: Any, how: str, probe: pa.Schema, build: pa.Schema) -> list[OutColumn]:
+    """Group-by columns of either side (names as in ``columns``)."""
+    names = _names(group_by, "group_by")
+    out = [OutColumn(*resolve(c, probe, build, how, "group-by column"), c) for c in names]
+    if len({o.out for o in out}) != len(out):
+        raise InvalidArgument("group_by names a column twice")
+    return out
 
-    Aggregates read probe columns (numeric or bool for sum/min/max); ``count(*)`` counts result rows.
+
+def _numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+
+
+def parse_aggregates(aggregates: Any, probe: pa.Schema, build: pa.Schema | None = None,
+                     how: str = "inner") -> list[Agg]:
+    """``["sum(x)", "count(*)", ("max", "y"), "avg(build.z)"]`` or ``{"total": "sum(x)", ...}``.
+
+    Columns resolve as in ``columns`` (probe first; ``build.x`` for a build column); sum, avg,
+    min and max need numeric or bool columns; ``count(*)`` counts result rows.
     """
+    build = build if build is not None else pa.schema([])
     if isinstance(aggregates, dict):
         items = list(aggregates.items())
     elif isinstance(aggregates, (list, tuple)) and not (len(aggregates) == 2 and aggregates[0] in AGG_FUNCS
@@ -126,14 +158,16 @@ def parse_aggregates(aggregates: Any, probe: pa.Schema) -> list[Agg]:
         col = None if col in (None, "*", "") else col
         if col is None and func != "count":
             raise InvalidArgument(f"{func}(*) is not an aggregate; name a column")
+        side, cname = "probe", None
         if col is not None:
-            if col not in probe.names:
-                raise InvalidArgument(f"aggregate column {col!r} is not a probe column (aggregates read probe columns)")
-            t = probe.field(col).type
-            if func != "count" and not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)):
+            side, cname = resolve(col, probe, build, how, "aggregate column")
+            t = (probe if side == "probe" else build).field(cname).type
+            if func != "count" and not _numeric(t):
                 raise InvalidArgument(f"{func}({col}): column type {t} is not numeric")
         label = name if name is not None else f"{func}({col if col is not None else '*'})"
-        out.append(Agg(func, col, label))
+        out.append(Agg(func, cname, label, side))
     if not out:
         raise InvalidArgument("aggregates is empty")
+    if len({a.out for a in out}) != len(out):
+        raise InvalidArgument("aggregate names must be unique")
     return out

@@ -34,7 +34,10 @@ from .open_files import kept_open
 DENSE = 4
 
 
-def _numeric_from_arrow(arr: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
+def numeric_from_arrow(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(values, valid)`` of a numeric or bool Arrow column (nulls hold 0; valid None = no nulls)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
     valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else None
     if pa.types.is_boolean(arr.type):
         arr = arr.cast(pa.uint8())
@@ -93,6 +96,14 @@ class ProbeSource:
 
     def chunk_rows(self, i: int) -> int:
         raise NotImplementedError
+
+    def tasks(self):
+        """The chunk numbers to scan, in order (a stream's source reads ahead as they are taken)."""
+        return range(self.num_chunks)
+
+    def file_of(self, i: int) -> str:
+        """The file (or input) chunk ``i`` belongs to, for ``explain``."""
+        return self.label
 
 
 # ---- bloomdb columnar ---------------------------------------------------------------------
@@ -205,7 +216,7 @@ class _ParquetChunk(ProbeChunk):
         got = self._pages(name, None if whole else positions)
         if got is not None:
             return got[0], got[1], (positions if whole else None)
-        return (*_numeric_from_arrow(self._col(name)), positions)
+        return (*numeric_from_arrow(self._col(name)), positions)
 
     def arrow(self, name, positions, whole):
         dense = whole or positions.shape[0] * DENSE > self.num_rows
@@ -314,8 +325,8 @@ class _ArrowChunk(ProbeChunk):
     def numeric(self, name, positions, whole):
         self._count(name, self.num_rows if whole else positions.shape[0])
         if whole:
-            return (*_numeric_from_arrow(self._col(name)), positions)
-        return (*_numeric_from_arrow(self._col(name).take(pa.array(positions))), None)
+            return (*numeric_from_arrow(self._col(name)), positions)
+        return (*numeric_from_arrow(self._col(name).take(pa.array(positions))), None)
 
     def arrow(self, name, positions, whole):
         self._count(name, self.num_rows if whole else positions.shape[0])

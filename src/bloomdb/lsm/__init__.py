@@ -11,5 +11,6 @@ kernel call) instead of one block read per table. See :class:`DB` and :class:`Op
 
 from .db import DB, Snapshot, WriteBatch
 from .options import Options
+from .repairdb import RepairReport, repair
 
-__all__ = ["DB", "Options", "WriteBatch", "Snapshot"]
+__all__ = ["DB", "Options", "WriteBatch", "Snapshot", "repair", "RepairReport"]

@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 
 from ..checksum import crc32c
-from ..errors import BloomDBError, InvalidArgument, KeyTypeError
-from . import recovery, wal
+from ..errors import BloomDBError, InvalidArgument, KeyTypeError, StoreClosed
+from . import checkpoint, opening, properties, rangedel, readonly, wal
 from .background import Background, TaskContext
 from .compaction import executor
-from .iterator import Iterator, IteratorClosed, View, half_open
+from .iterator import Iterator, IteratorClosed, half_open
 from .fs import RealFS
 from .memtable import MemTable
 from .options import MAX_LEVELS, Options
@@ -44,7 +44,7 @@ from .sstable.reader import BlockCache
 from .version import TableRef, Version
 from .version_set import VersionSet
 
-MAX_SEQ = (1 << 56) - 1
+from .rangedel import MAX_SEQ  # noqa: E402  (re-exported)
 _PUT_HEAD = wal.PUT_HEAD
 _U32 = wal._U32
 
@@ -55,8 +55,10 @@ def _key(key: Any) -> bytes:
         return key
     if t is str:
         return key.encode("utf-8")
-    if isinstance(key, (bytearray, memoryview)):
+    if isinstance(key, (bytes, bytearray, memoryview)):  # bytes subclasses (np.bytes_) too
         return bytes(key)
+    if isinstance(key, str):  # str subclasses (np.str_)
+        return str.encode(key, "utf-8")
     raise KeyTypeError(f"store keys are bytes or str, not {t.__name__}")
 
 
@@ -64,13 +66,13 @@ def _value(value: Any) -> bytes:
     t = type(value)
     if t is bytes:
         return value
-    if isinstance(value, (bytearray, memoryview)):
+    if isinstance(value, (bytes, bytearray, memoryview)):  # bytes subclasses (np.bytes_) too
         return bytes(value)
     raise KeyTypeError(f"store values are bytes, not {t.__name__}")
 
 
 class WriteBatch:
-    """Puts and deletes applied atomically by :meth:`DB.write` (all or none, even after a crash)."""
+    """Puts, deletes, range deletes applied atomically by :meth:`DB.write` (all or none, even after a crash)."""
 
     __slots__ = ("ops",)
 
@@ -83,6 +85,12 @@ class WriteBatch:
 
     def delete(self, key) -> "WriteBatch":
         self.ops.append((_key(key), None))
+        return self
+
+    def delete_range(self, start, end) -> "WriteBatch":
+        """Delete every key in ``[start, end)`` (a range tombstone, :mod:`.rangedel`)."""
+        if rangedel.check_range(start := _key(start), end := _key(end)):
+            self.ops.append((start, wal.RangeEnd(end)))
         return self
 
     def clear(self) -> None:
@@ -125,7 +133,7 @@ class DB:
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | os.PathLike, options: Options | None = None) -> "DB":
+    def open(cls, path: str | os.PathLike, options: Options | None = None, read_only: bool = False) -> "DB":
         """Open (or create) the store at ``path``: recovers the WAL, cleans files a crash left.
 
         A store is created only in a new or empty folder (its identity file ``BLOOMDB`` is
@@ -136,11 +144,17 @@ class DB:
         Raises :class:`CorruptionError` naming the damaged file, :class:`InvalidArgument` for
         bad options, a folder that is not a store and not empty, or a missing/existing store
         against ``create_if_missing``/``error_if_exists``. A refused open creates nothing.
-        """
-        return cls(os.fspath(path), (options or Options()).validated())
 
-    def __init__(self, path: str, options: Options):
+        ``read_only=True``: no lock, nothing written, the store as of the open, beside a writer
+        (:mod:`.readonly`); writes raise :class:`StoreReadOnly`.
+        """
+        if not isinstance(read_only, bool):
+            raise InvalidArgument(f"read_only must be True or False, got {read_only!r}")
+        return cls(os.fspath(path), (options or Options()).validated(), read_only)
+
+    def __init__(self, path: str, options: Options, read_only: bool = False):
         self.path = path
+        self.read_only = read_only
         self.options = options
         self._fs = options.fs or RealFS()
         self._lock = threading.RLock()
@@ -150,22 +164,17 @@ class DB:
         self._bg_error: BaseException | None = None
         self._closed = False
         self._closing = False
-        self._mem_limit = options.memtable_bytes
+        self._mem_limit = 0 if read_only else options.memtable_bytes  # 0: put() checks, and refuses
         self._cache = BlockCache(options.block_cache_bytes) if options.compression and options.block_cache_bytes else None
         self._stats = Counter()
         self._reads = Reads()
         self._probe_base = np.zeros(3, np.int64)
         self._iterators: weakref.WeakSet = weakref.WeakSet()
         self._vs = VersionSet(self._fs, path, self._cache)
-        kind = recovery.check_folder(self._fs, path, options)
-        self._lockfile = recovery.StoreLock(path)
-        try:
-            recovery.recover(self, kind)
-        except BaseException:
-            self._release_lock()
-            raise
-        self._bg = Background(self, options.background_compaction)
-        self._bg.start()
+        self._bg = Background(self, options.background_compaction and not read_only)
+        opening.open_store(self, read_only)  # recovery, or a read-only load; errors name the path
+        if not read_only:
+            self._bg.start()
 
     def _release_lock(self) -> None:
         self._lockfile.release()
@@ -191,7 +200,8 @@ class DB:
     def _write_table(self, mem: MemTable, level: int) -> TableRef:
         """Write ``mem`` as a new table for ``level`` (a flush, or recovery's replayed logs)."""
         last = all(not self._version.levels[i] for i in range(1, MAX_LEVELS))
-        info, table = executor.write_table(TaskContext(self, 0), self._new_file_number(), mem.table_arrays(), level, last)
+        arrays, number = mem.table_arrays(), self._new_file_number()
+        info, table = executor.write_table(TaskContext(self, 0), number, arrays, level, last, mem.rdels)
         self._stats["bytes_flushed"] += info.file_size
         return TableRef(level, info, table)
 
@@ -208,8 +218,10 @@ class DB:
             it.close()
         with self._lock:
             self._closed = True
+            self._state = opening.Closed(self.path)  # every later read raises StoreClosed
             try:
-                self._log.close()
+                if self._log is not None:  # None: read-only
+                    self._log.close()
             finally:
                 self._release_lock()
 
@@ -229,7 +241,9 @@ class DB:
     # -- writing ------------------------------------------------------------------------------
     def _check_writable(self) -> None:
         if self._closed or self._closing:
-            raise BloomDBError(f"{self.path}: the store is closed")
+            raise StoreClosed(f"{self.path}: the store is closed")
+        if self.read_only:
+            raise readonly.refuse(self.path, "writing")
         if self._bg_error is not None:
             raise BloomDBError(f"{self.path}: the store stopped after an I/O error: {self._bg_error!r}")
 
@@ -272,6 +286,11 @@ class DB:
             self._seq = seq
             self._mem.add(seq, key, None, self._keep_old)
 
+    def delete_range(self, start, end, sync: bool = False) -> None:
+        """Remove every key in ``[start, end)`` (RocksDB's ``DeleteRange``): one range tombstone
+        (:mod:`.rangedel`). ``end < start`` raises InvalidArgument; ``start == end`` is a no-op."""
+        self.write(WriteBatch().delete_range(start, end), sync)
+
     def write(self, batch: WriteBatch, sync: bool = False) -> None:
         """Apply ``batch`` atomically: one WAL record, consecutive sequence numbers."""
         if not isinstance(batch, WriteBatch):
@@ -284,10 +303,7 @@ class DB:
             self._make_room()
             first = self._seq + 1
             self._append(wal.encode_batch(first, ops), sync)
-            keep = self._keep_old
-            add = self._mem.add
-            for i, (k, v) in enumerate(ops):
-                add(first + i, k, v, keep)
+            self._mem.apply(first, ops, self._keep_old)
             self._seq = first + len(ops) - 1
 
     def _append(self, record: bytes, sync: bool) -> None:
@@ -393,7 +409,10 @@ class DB:
         """
         if type(key) is not bytes:
             key = _key(key)
-        mem, imm, ver = self._state
+        mem, imm, ver = state = self._state
+        if mem.rdels or ver.range_dels or (imm is not None and imm.rdels):
+            if c := rangedel.covered(self, state, snapshot, (key,)):
+                return default if c[0] is None else c[0]
         if snapshot is None:
             e = mem.latest.get(key)
             if e is None and imm is not None:
@@ -413,12 +432,15 @@ class DB:
     def multi_get(self, keys, default=None, snapshot: Snapshot | None = None) -> list:
         """Values of ``keys`` in order (``default`` where absent). The filter checks of the whole
         batch are done by one kernel call (one hash per key); the memtable lookups and the
-        packing of the keys are C-speed passes (``map``, ``bytes.join``)."""
+        packing of the keys are C-speed passes (``map``, ``bytes.join``). One key (``str``,
+        ``bytes``) instead of an iterable of keys raises :class:`KeyTypeError`."""
+        if isinstance(keys, (str, bytes, bytearray, memoryview)):
+            raise KeyTypeError(f"multi_get takes an iterable of keys, not one {type(keys).__name__} key")
         keys = list(keys)
         if not set(map(type, keys)) <= {bytes}:
             keys = [_key(k) for k in keys]
         n = len(keys)
-        mem, imm, ver = self._state
+        mem, imm, ver = state = self._state
         if snapshot is None:
             snap = MAX_SEQ
             found = list(map(mem.latest.get, keys))
@@ -431,16 +453,15 @@ class DB:
             if imm is not None:
                 found = [e if e is not None else imm.get(k, snap) for k, e in zip(keys, found)]
         if found.count(None) == n:  # nothing in the memtables (the common case of a big batch)
-            out = [default] * n
-            todo = range(n)
-            sub = keys
+            out, todo, sub = [default] * n, range(n), keys
         else:
             out = [default if e is None or e[1] is None else e[1] for e in found]
             todo = [i for i, e in enumerate(found) if e is None]
-            if not todo:
-                return out
             sub = [keys[i] for i in todo]
-        self._reads.get_many(ver, sub, snap, out, todo)
+        if todo:
+            self._reads.get_many(ver, sub, snap, out, todo)
+        for i, v in (rangedel.covered(self, state, snapshot, keys) or {}).items():  # range-deleted keys
+            out[i] = default if v is None else v
         return out
 
     def __contains__(self, key) -> bool:
@@ -449,6 +470,8 @@ class DB:
     def snapshot(self) -> Snapshot:
         """A consistent view as of now; versions it can see are kept until it is released."""
         with self._lock:
+            if self._closed:
+                raise StoreClosed(f"{self.path}: the store is closed")
             seq = self._seq
             self._snapshots[seq] += 1
             self._keep_old = True
@@ -468,10 +491,8 @@ class DB:
                 raise IteratorClosed(f"{self.path}: the store is closed")
             own = self.snapshot() if snapshot is None else None
             snap = snapshot.seq if own is None else own.seq
-            mem, imm, ver = self._state
-            items = [mem.range_items(lo, hi, snap)] + ([imm.range_items(lo, hi, snap)] if imm is not None else [])
-        it = Iterator(View(items, ver, snap), lo, hi, reverse, include_key, include_value,
-                      None if own is None else own.close)
+            view = rangedel.view(self._state, lo, hi, snap)
+        it = Iterator(view, lo, hi, reverse, include_key, include_value, None if own is None else own.close)
         self._iterators.add(it)
         return it
 
@@ -513,9 +534,21 @@ class DB:
         hi = None if end is None else _key(end)
         self._bg.compact_range(lo, hi)
 
+    def checkpoint(self, dest) -> str:
+        """A consistent, openable copy of the live store in the new folder ``dest`` (:mod:`.checkpoint`)."""
+        return checkpoint.create(self, dest)
+
     def wait_for_compactions(self) -> None:
         """Block until no flush or compaction is pending (tests and benchmarks)."""
         self._bg.wait_idle()
+
+    def get_property(self, name):
+        """``"bloomdb.stats"``, ``"bloomdb.num-files-at-level0"``, ... or None (:mod:`.properties`)."""
+        return properties.get(self, name)
+
+    def approximate_size(self, start=None, end=None) -> int:
+        """Bytes of table files holding keys in ``[start, end)`` (plyvel's; no memtable data)."""
+        return properties.approximate_size(self, *(None if k is None else _key(k) for k in (start, end)))
 
     def stats(self) -> dict:
         """Counters and shape: filter checks / useful (rejections) / positives / true positives,
@@ -534,7 +567,7 @@ class DB:
         positive = int(counters[2]) + rd.positive
         refs = ver.all_refs()
         held = ver.memory()
-        wal_bytes = st["wal_bytes"] + self._log.bytes
+        wal_bytes = st["wal_bytes"] + (self._log.bytes if self._log is not None else 0)
         logged = max(1, wal_bytes)
         return {
             "filter_checks": checks,

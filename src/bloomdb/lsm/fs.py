@@ -8,7 +8,9 @@ fail fsyncs without root or special mounts:
 * ``write_atomic(path, data)``: write a temporary file, fsync it, rename over ``path``, fsync
   the folder (manifest);
 * ``read_all(path)`` -> a bytes-like buffer of the whole file (the real FS memory-maps it);
-* ``listdir``, ``exists``, ``remove``, ``rename``, ``makedirs``, ``size``.
+* ``listdir``, ``exists``, ``remove``, ``rename``, ``makedirs``, ``size``;
+* optional: ``link(src, dst)`` (a hard link; raises ``OSError`` where the file system has none:
+  checkpoints then copy), ``sync_dir(path)``.
 """
 
 from __future__ import annotations
@@ -108,6 +110,10 @@ class RealFS:
 
     def makedirs(self, path: str) -> None:
         os.makedirs(path, exist_ok=True)
+
+    def link(self, src: str, dst: str) -> None:
+        """Hard-link ``src`` as ``dst`` (``OSError`` across devices or where links are refused)."""
+        os.link(src, dst)
 
     def size(self, path: str) -> int:
         return os.path.getsize(path)

@@ -35,15 +35,16 @@ from __future__ import annotations
 import itertools
 import threading
 
-from ..errors import BloomDBError, InvalidArgument
+from ..errors import InvalidArgument, StoreClosed
 from . import scan
 
 #: Entries kept behind the cursor when a new round is loaded (so a step back is free).
 WINDOW = 1024
 
 
-class IteratorClosed(BloomDBError, RuntimeError):
-    """The iterator (or its store) is closed (plyvel raises ``RuntimeError`` here too)."""
+class IteratorClosed(StoreClosed):
+    """The iterator (or its store) is closed (a :class:`StoreClosed`, so a ``RuntimeError`` as
+    plyvel raises here too)."""
 
 
 def successor(key: bytes) -> bytes:

@@ -5,7 +5,8 @@ read is one dict lookup; ``keys`` (a ``sortedcontainers.SortedList``) keeps the 
 bytewise order for scans -- new keys are appended to ``pending`` by writers (O(1)) and merged
 into ``keys`` in one ``SortedList.update`` by the next scan; a flush does not use it (it sorts
 the packed keys in a numba kernel, :meth:`MemTable.table_arrays`); ``history`` keeps superseded
-versions, but only while a snapshot is live (nobody else can see them). Writers hold the store's lock; readers do not lock:
+versions, but only while a snapshot is live (nobody else can see them); ``rdels`` holds the
+range tombstones ``(start, end, seq)`` written to it (:mod:`.rangedel`). Writers hold the store's lock; readers do not lock:
 a dict read is atomic under the GIL, and scans copy their range under the store's lock.
 """
 
@@ -30,7 +31,7 @@ def _IS_VALUE(v) -> int:
 
 
 class MemTable:
-    __slots__ = ("latest", "history", "keys", "pending", "bytes", "log_number")
+    __slots__ = ("latest", "history", "keys", "pending", "bytes", "log_number", "rdels")
 
     def __init__(self, log_number: int = 0):
         self.latest: dict[bytes, tuple[int, bytes | None]] = {}
@@ -39,6 +40,7 @@ class MemTable:
         self.pending: list[bytes] = []
         self.bytes = 0
         self.log_number = log_number
+        self.rdels: list[tuple[bytes, bytes, int]] = []
 
     def add(self, seq: int, key: bytes, value: bytes | None, keep_old: bool) -> None:
         """Insert a version. ``keep_old``: a snapshot is live, keep the version this one hides."""
@@ -50,6 +52,22 @@ class MemTable:
             self.history.setdefault(key, []).append(old)
         latest[key] = (seq, value)
         self.bytes += len(key) + (len(value) if value is not None else 0) + _ENTRY_OVERHEAD
+
+    def apply(self, first: int, ops, keep_old: bool) -> None:
+        """Insert a batch's operations at sequences ``first, first + 1, ...`` (``(key, value)``,
+        ``(key, None)`` deletions, ``(start, RangeEnd(end))`` range tombstones)."""
+        add = self.add
+        for i, (k, v) in enumerate(ops):
+            if v is None or type(v) is bytes:
+                add(first + i, k, v, keep_old)
+            else:
+                self.add_range(first + i, k, v.end)
+
+    def add_range(self, seq: int, start: bytes, end: bytes) -> None:
+        """Add the range tombstone ``[start, end)`` at ``seq`` (a new list: readers holding the
+        old one keep a consistent view)."""
+        self.rdels = self.rdels + [(start, end, seq)]
+        self.bytes += len(start) + len(end) + _ENTRY_OVERHEAD
 
     def get(self, key: bytes, snap: int | None):
         """``(seq, value)`` of the newest version visible at ``snap`` (``None``: newest), or None."""
@@ -111,6 +129,8 @@ class MemTable:
             vd, vo = pack_bytes(vals)
             return kd, ko, np.array(trs, np.uint64), vd, vo
         n = len(self.latest)
+        if n == 0:  # only range tombstones: an empty run (the table gets a stand-in entry)
+            return pack_bytes([]) + (np.zeros(0, np.uint64),) + pack_bytes([])
         keys = list(self.latest)
         ents = list(self.latest.values())
         trs = np.fromiter(map(_SEQ, ents), np.uint64, n) << np.uint64(8)
@@ -128,4 +148,5 @@ class MemTable:
         return kd, ko, trs[order], vd, vo
 
     def __len__(self) -> int:
-        return len(self.latest)
+        """Distinct keys plus range tombstones (0: nothing to flush)."""
+        return len(self.latest) + len(self.rdels)

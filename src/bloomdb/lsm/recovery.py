@@ -74,8 +74,7 @@ def replay(fs, path: str, logs: list[int], paranoid: bool, seq: int) -> tuple[Me
             break
         p = os.path.join(path, f"{n:06d}.log")
         for first, ops in wal.read_log(fs.read_all(p), p, paranoid, damage):
-            for i, (k, v) in enumerate(ops):
-                mem.add(first + i, k, v, True)
+            mem.apply(first, ops, True)
             seq = max(seq, first + len(ops) - 1)
     return mem, seq
 

@@ -36,6 +36,8 @@ class Version:
             lv[i].sort(key=lambda r: r.info.min_key)
         self.levels: tuple[tuple[TableRef, ...], ...] = tuple(tuple(x) for x in lv)
         self.slots: tuple[TableRef, ...] = tuple(r for level in self.levels for r in level)
+        #: the range tombstones ``(start, end, seq)`` its tables carry (:mod:`.rangedel`)
+        self.range_dels = tuple(t for r in self.slots for t in r.table.meta.range_dels)
         self._probe = None
         self.directory = None
         self._lock = threading.Lock()

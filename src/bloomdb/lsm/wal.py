@@ -5,7 +5,8 @@ Record (little-endian)::
     u32 crc32c of the next 4 + L bytes | u32 L | payload of L bytes
     payload = u64 first sequence | u32 count | count x (u8 type, u32 klen, key, [u32 vlen, value])
 
-type 1 = put (has a value), 0 = delete (no value part). The records of a batch get sequences
+type 1 = put (has a value), 0 = delete (no value part), 2 = range delete (key = start, value =
+end: a range tombstone, :mod:`.rangedel`; such an op is ``(start, RangeEnd(end))``). The records of a batch get sequences
 ``first, first + 1, ...`` in order. A batch is applied on recovery only if its whole record is
 intact, so a batch is all-or-nothing after a crash.
 
@@ -32,10 +33,30 @@ _U32 = struct.Struct("<I")
 _TYPE_KLEN = struct.Struct("<BI")
 TYPE_DELETE = 0
 TYPE_VALUE = 1
+TYPE_RANGE_DELETE = 2
 
 
-def encode_put(seq: int, key: bytes, value: bytes | None) -> bytes:
-    """The record of a single put (``value`` given) or delete (``value is None``)."""
+class RangeEnd:
+    """A batch operation's value slot for a range tombstone: ``(start, RangeEnd(end))`` (a put's
+    slot holds bytes, a delete's ``None``)."""
+
+    __slots__ = ("end",)
+
+    def __init__(self, end: bytes):
+        self.end = end
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, RangeEnd) and other.end == self.end
+
+    def __repr__(self) -> str:
+        return f"RangeEnd({self.end!r})"
+
+
+def encode_put(seq: int, key: bytes, value) -> bytes:
+    """The record of a single put (``value`` given), delete (``value is None``) or range delete
+    (``value`` a :class:`RangeEnd`)."""
+    if type(value) is RangeEnd:
+        return encode_batch(seq, [(key, value)])
     if value is None:
         return _frame(_PUT1.pack(seq, 1, TYPE_DELETE, len(key)) + key)
     # the frame built in one pass: L and the payload head packed together (DB.put inlines this)
@@ -51,6 +72,8 @@ def encode_batch(seq: int, ops: list[tuple[bytes, bytes | None]]) -> bytes:
         if value is None:
             parts.append(_TYPE_KLEN.pack(TYPE_DELETE, len(key)))
             parts.append(key)
+        elif type(value) is RangeEnd:
+            parts += [_TYPE_KLEN.pack(TYPE_RANGE_DELETE, len(key)), key, _U32.pack(len(value.end)), value.end]
         else:
             parts.append(_TYPE_KLEN.pack(TYPE_VALUE, len(key)))
             parts.append(key)
@@ -74,12 +97,14 @@ def _decode_payload(p: bytes, path: str) -> tuple[int, list[tuple[bytes, bytes |
             pos += 5
             key = p[pos : pos + klen]
             pos += klen
-            if typ == TYPE_VALUE:
+            if typ == TYPE_VALUE or typ == TYPE_RANGE_DELETE:
                 (vlen,) = _U32.unpack_from(p, pos)
                 pos += 4
                 value = p[pos : pos + vlen]
                 pos += vlen
-                ops.append((key, value))
+                if len(key) != klen or len(value) != vlen:
+                    raise ValueError("an op runs past the record")
+                ops.append((key, value if typ == TYPE_VALUE else RangeEnd(value)))
             elif typ == TYPE_DELETE:
                 ops.append((key, None))
             else:

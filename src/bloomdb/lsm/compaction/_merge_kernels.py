@@ -81,3 +81,27 @@ def split_points(kdata, koff, voff, table_bytes):
         ends[m] = n
         m += 1
     return ends[:m]
+
+
+@njit(cache=True, nogil=True)
+def not_covered(kdata, koff, trailers, idx, tdata, toff, tseq):
+    """For the entries ``idx``: False where a range tombstone hides the entry. Tombstone ``j``
+    is ``[start, end)`` = packed keys ``2j`` and ``2j + 1`` of ``tdata/toff``, sequence
+    ``tseq[j]``; it hides an entry of a key in its range with a smaller sequence.
+    Cost: O(len(idx) * tombstones) key comparisons (tombstones are few)."""
+    n = idx.shape[0]
+    nt = tseq.shape[0]
+    keep = np.ones(n, np.bool_)
+    for x in range(n):
+        i = idx[x]
+        a = koff[i]
+        la = koff[i + 1] - a
+        seq = trailers[i] >> np.uint64(8)
+        for j in range(nt):
+            if seq < tseq[j]:
+                s = toff[2 * j]
+                e = toff[2 * j + 1]
+                if _cmp(kdata, a, la, tdata, s, e - s) >= 0 and _cmp(kdata, a, la, tdata, e, toff[2 * j + 2] - e) < 0:
+                    keep[x] = False
+                    break
+    return keep

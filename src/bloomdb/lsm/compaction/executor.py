@@ -5,6 +5,9 @@ dropped when a newer version of the same key is already visible to every snapsho
 is ``<= smallest_snapshot``). A deletion is dropped only when it is itself visible to every
 snapshot *and* the task is ``bottom`` (no deeper level overlaps the key range, so no older value
 can be hiding under it). Outputs are cut at ``table_bytes``, never between two versions of a key.
+Range tombstones (:mod:`.tombstones`): an entry a tombstone visible to every snapshot hides is
+dropped; the inputs' tombstones go to the first output table unless nothing older can be under
+them any more.
 
 Cost: every input entry is decoded once, merged once (a k-way merge over the sorted runs:
 each L0 table, plus the next level's tables as one run) and encoded once, all in numba kernels
@@ -22,6 +25,7 @@ from ..sstable._block_kernels import gather
 from ..sstable.builder import build_table_arrays
 from ..sstable.reader import decode_tables
 from . import _merge_kernels as K
+from . import tombstones
 from .policy import Task
 
 
@@ -29,22 +33,26 @@ def table_path(folder: str, number: int) -> str:
     return os.path.join(folder, f"{number:06d}.sst")
 
 
-def write_table(ctx, number: int, arrays, level: int, last_level: bool):
-    """Write the packed entries ``arrays`` (``kdata, koff, trailers, vdata, voff``) as table
-    ``number`` for ``level`` under ``ctx``'s options (the level's filter, block size,
-    compression); returns ``(TableInfo, Table)``. ``last_level``: nothing lives below ``level``
-    (the options may pick another filter there). Cost: one pass over the entries, one file."""
+def write_table(ctx, number: int, arrays, level: int, last_level: bool, range_dels=()):
+    """Write the packed entries ``arrays`` (``kdata, koff, trailers, vdata, voff``) and the
+    range tombstones ``range_dels`` as table ``number`` for ``level`` under ``ctx``'s options
+    (the level's filter, block size, compression); returns ``(TableInfo, Table)``.
+    ``last_level``: nothing lives below ``level`` (the options may pick another filter there).
+    Cost: one pass over the entries, one file."""
     opts = ctx.options
     path = table_path(ctx.folder, number)
+    if arrays[2].shape[0] == 0:
+        arrays = tombstones.sentinel(range_dels)
     info = build_table_arrays(ctx.fs, path, number, *arrays, opts.filter_for(level, last_level),
                               opts.block_size, opts.restart_interval, opts.compression,
-                              partition_blocks=opts.partition_blocks())
+                              partition_blocks=opts.partition_blocks(), range_dels=tuple(range_dels))
     return info, Table(ctx.fs, path, number, ctx.cache)
 
 
-def merge_arrays(runs, smallest_snapshot: int, bottom: bool):
+def merge_arrays(runs, smallest_snapshot: int, bottom: bool, range_dels=()):
     """Merge sorted runs (each a list of tables in key order) with the drop rules: packed
-    ``(kdata, koff, trailers, vdata, voff)`` of the kept entries, in order."""
+    ``(kdata, koff, trailers, vdata, voff)`` of the kept entries, in order. ``range_dels``:
+    tombstones whose hidden entries may go (those visible to every snapshot are used)."""
     tables = [t for run in runs for t in run]
     (kdata, koff, trs, vdata, voff), counts = decode_tables(tables)
     starts = [0]
@@ -53,6 +61,9 @@ def merge_arrays(runs, smallest_snapshot: int, bottom: bool):
         starts.append(starts[-1] + sum(counts[i : i + len(run)]))
         i += len(run)
     idx = K.merge_runs(kdata, koff, trs, np.array(starts, np.int64), smallest_snapshot, bottom)
+    live = [t for t in range_dels if t[2] <= smallest_snapshot]
+    if live:
+        idx = idx[tombstones.not_covered(kdata, koff, trs, idx, live)]
     kd, ko = gather(kdata, koff, idx)
     vd, vo = gather(vdata, voff, idx)
     return kd, ko, trs[idx], vd, vo
@@ -74,15 +85,22 @@ def run(task: Task, version, ctx) -> tuple[set[int], list[tuple[int, object, Tab
     below = sorted((by_number[n] for n in task.next_inputs), key=lambda r: r.info.min_key)
     if below:
         runs.append([r.table for r in below])  # one level's tables: a single sorted run
-    kd, ko, tr, vd, vo = merge_arrays(runs, ctx.smallest_snapshot, task.bottom)
+    every = [t for r in version.all_refs() for t in r.table.meta.range_dels]
+    kd, ko, tr, vd, vo = merge_arrays(runs, ctx.smallest_snapshot, task.bottom, every)
+    inputs = set(task.all_inputs)
+    others = [r for r in version.all_refs() if r.number not in inputs]
+    keep = [t for n in task.all_inputs for t in by_number[n].table.meta.range_dels
+            if not tombstones.droppable(t, others, ctx.smallest_snapshot)]
     last_level = all(not version.levels[i] for i in range(out_level + 1, len(version.levels)))
     added = []
     written = 0
     a = 0
-    for b in K.split_points(kd, ko, vo, ctx.options.table_bytes).tolist():
+    cuts = K.split_points(kd, ko, vo, ctx.options.table_bytes).tolist() if tr.shape[0] else ([0] if keep else [])
+    for b in cuts:
         arrays = (kd[ko[a] : ko[b]], ko[a : b + 1] - ko[a], tr[a:b], vd[vo[a] : vo[b]], vo[a : b + 1] - vo[a])
-        info, table = write_table(ctx, ctx.new_file_number(), arrays, out_level, last_level)
+        info, table = write_table(ctx, ctx.new_file_number(), arrays, out_level, last_level, keep)
+        keep = ()  # the first output carries the tombstones
         a = b
         written += info.file_size
         added.append((out_level, info, table))
-    return set(task.all_inputs), added, written
+    return inputs, added, written

@@ -75,7 +75,22 @@ def _filter_bytes(spec: str, kdata, koff, first, a: int, b: int) -> bytes:
 
     keys_arr = pa.Array.from_buffers(pa.large_binary(), ko.shape[0] - 1,
                                      [None, pa.py_buffer(np.ascontiguousarray(ko)), pa.py_buffer(np.ascontiguousarray(kd))])
-    return filters.build(spec, keys_arr).to_bytes()
+    return filters.build(spec, keys_arr, **table_filter_kwargs(spec)).to_bytes()
+
+
+#: Bits per key of a table's filter when its spec gives a fixed size (``register:2``).
+TABLE_BITS_PER_KEY = 10.0
+
+
+def table_filter_kwargs(spec: str) -> dict:
+    """Keywords that size one table's filter from its key count: ``{}`` for families that do so
+    already; ``bits_per_key=TABLE_BITS_PER_KEY`` for a family whose plain spec is a fixed size
+    (``register:2`` would cost 256 KiB per table whatever its size; ``register:2:8`` says 8)."""
+    name, arg = filters.parse_spec(spec)
+    cls = filters.family(name)
+    if cls.sized_by_count or (arg is not None and "bits_per_key" in cls.spec_kwargs(arg)):
+        return {}
+    return {"bits_per_key": TABLE_BITS_PER_KEY}
 
 
 #: Keys of the trial build of :func:`filter_spec_problem`: empty, binary, short and long keys.
@@ -130,7 +145,7 @@ def _table_filter(spec: str | None, kdata, koff, lasts, n: int, partition_blocks
 
 def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff, filter_spec: str | None,
                        block_size: int, restart_interval: int, compression: str | None,
-                       sync: bool = True, partition_blocks: int = 0) -> TableInfo:
+                       sync: bool = True, partition_blocks: int = 0, range_dels: tuple = ()) -> TableInfo:
     """:func:`build_table` over packed arrays (Arrow layout: ``kdata``/``koff`` user keys,
     ``vdata``/``voff`` values, ``tr`` uint64 trailers): no Python object per entry.
 
@@ -181,8 +196,10 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
         fbytes = b"".join(pindex)
     seqs = tr >> np.uint64(8)
     dels = int(np.count_nonzero((tr & np.uint64(0xFF)) == 0))
-    meta = Meta(n, dels, int(seqs.min()), int(seqs.max()), int(koff[-1] - koff[0]), int(voff[-1] - voff[0]),
-                len(ends), key(0), key(n - 1), filter_spec if fbytes else None)
+    rseqs = [q for _, _, q in range_dels]
+    meta = Meta(n, dels, min([int(seqs.min())] + rseqs), max([int(seqs.max())] + rseqs), int(koff[-1] - koff[0]),
+                int(voff[-1] - voff[0]), len(ends), key(0), key(n - 1), filter_spec if fbytes else None,
+                tuple(range_dels))
     handles = []
     for blob in (fbytes, encode_meta(meta), index):
         framed = frame(blob, 0)

@@ -65,6 +65,13 @@ class Meta:
     min_key: bytes
     max_key: bytes
     filter_spec: str | None
+    #: range tombstones ``(start, end, seq)`` the table carries (:mod:`bloomdb.lsm.rangedel`)
+    range_dels: tuple = ()
+
+
+#: Marks the meta block's optional range-tombstone section (a table without tombstones has none,
+#: so its meta block is byte-for-byte the one format 1 always had).
+RDEL_MARK = b"RDEL"
 
 
 def encode_meta(m: Meta) -> bytes:
@@ -72,8 +79,42 @@ def encode_meta(m: Meta) -> bytes:
     return b"".join((
         _META_FIXED.pack(m.entries, m.deletions, m.min_seq, m.max_seq, m.key_bytes, m.value_bytes, m.num_blocks),
         struct.pack("<I", len(m.min_key)), m.min_key, struct.pack("<I", len(m.max_key)), m.max_key,
-        struct.pack("<H", len(spec)), spec,
+        struct.pack("<H", len(spec)), spec, _encode_rdels(m.range_dels),
     ))  # fmt: skip
+
+
+def _encode_rdels(tombs) -> bytes:
+    """``RDEL | u32 n | n x (u32 len, start, u32 len, end, u64 seq)``; empty for none."""
+    if not tombs:
+        return b""
+    parts = [RDEL_MARK, struct.pack("<I", len(tombs))]
+    for s, e, q in tombs:
+        parts += [struct.pack("<I", len(s)), s, struct.pack("<I", len(e)), e, struct.pack("<Q", q)]
+    return b"".join(parts)
+
+
+def _decode_rdels(b: bytes, p: int) -> tuple[tuple, int]:
+    """The section at ``p`` (none when ``b`` ends there) and its end; raises ``ValueError``/``struct.error``."""
+    if p == len(b):
+        return (), p
+    if b[p : p + 4] != RDEL_MARK:
+        raise ValueError("trailing bytes")
+    (n,) = struct.unpack_from("<I", b, p + 4)
+    p += 8
+    out = []
+    for _ in range(n):
+        (ls,) = struct.unpack_from("<I", b, p)
+        s = bytes(b[p + 4 : p + 4 + ls])
+        p += 4 + ls
+        (le,) = struct.unpack_from("<I", b, p)
+        e = bytes(b[p + 4 : p + 4 + le])
+        p += 4 + le
+        (q,) = struct.unpack_from("<Q", b, p)
+        p += 8
+        if len(s) != ls or len(e) != le:
+            raise ValueError("a range tombstone runs past the block")
+        out.append((s, e, q))
+    return tuple(out), p
 
 
 def decode_meta(b: bytes, path: str) -> Meta:
@@ -88,8 +129,9 @@ def decode_meta(b: bytes, path: str) -> Meta:
         p += 4 + n
         (n,) = struct.unpack_from("<H", b, p)
         spec = b[p + 2 : p + 2 + n].decode()
-        if p + 2 + n != len(b):
+        rdels, p = _decode_rdels(b, p + 2 + n)
+        if p != len(b):
             raise ValueError("trailing bytes")
     except (struct.error, ValueError, UnicodeDecodeError) as e:
         raise CorruptionError(f"malformed meta block: {e}", path) from None
-    return Meta(*fixed, bytes(mn), bytes(mx), spec or None)
+    return Meta(*fixed, bytes(mn), bytes(mx), spec or None, rdels)

@@ -344,6 +344,11 @@ class BlockCache:
         self.hits = 0
         self.misses = 0
 
+    @property
+    def bytes(self) -> int:
+        """Bytes of the blocks held now."""
+        return self._bytes
+
     def get(self, key):
         with self._lock:
             v = self._d.get(key)

@@ -1,0 +1,71 @@
+"""Which (probe row, build row) pairs a chunk of each kind of join emits, and the build rows that
+right and full joins add at the end.
+
+Rows come in probe order; a probe row with several build matches repeats once per build row, in
+build order. A build row of ``-1`` stands for "no build row" (its columns are null).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from .build import BuildSide
+
+_NONE = np.zeros(0, np.int64)
+
+
+def pairs(bs: BuildSide, how: str, pos: np.ndarray, grp: np.ndarray,
+          unmatched: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(probe positions, build rows or None)`` of the result rows of one chunk: ``pos`` / ``grp``
+    the matched probe rows and their key groups, ``unmatched`` the probe rows without a match that
+    the join keeps (left, full, anti). Cost: one pass per result row (left/full: plus a sort)."""
+    if how == "semi":
+        return pos, None
+    if how == "anti":
+        return unmatched, None
+    p, r = bs.expand(pos, grp)
+    if how in ("inner", "right") or unmatched.shape[0] == 0:
+        return p, r
+    allp = np.concatenate([p, unmatched])
+    order = np.argsort(allp, kind="stable")
+    return allp[order], np.concatenate([r, np.full(unmatched.shape[0], -1, np.int64)])[order]
+
+
+def probe_weights(bs: BuildSide, how: str, pos: np.ndarray, grp: np.ndarray,
+                  unmatched: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(probe positions ascending, multiplicities or None)``: each result probe row once with the
+    number of result rows it stands for (its key's build rows; 1 without a match)."""
+    if how == "semi":
+        return pos, None
+    if how == "anti":
+        return unmatched, None
+    w = bs.group_count[grp]
+    if unmatched.shape[0] == 0:
+        return pos, w
+    allp = np.concatenate([pos, unmatched])
+    order = np.argsort(allp, kind="stable")
+    return allp[order], np.concatenate([w, np.ones(unmatched.shape[0], np.int64)])[order]
+
+
+def unmatched_rows(n: int, matched: np.ndarray, alive: np.ndarray | None) -> np.ndarray:
+    """Probe rows ``0..n-1`` not in ``matched`` (and in ``alive`` when given), ascending."""
+    keep = np.ones(n, np.bool_) if alive is None else np.zeros(n, np.bool_)
+    if alive is not None:
+        keep[alive] = True
+    keep[matched] = False
+    return np.flatnonzero(keep)
+
+
+def build_only(bs: BuildSide, matched_groups: np.ndarray) -> np.ndarray:
+    """Build rows (ascending) whose key matched no probe row, null keys included."""
+    keep = np.ones(bs.num_rows, np.bool_)
+    keep[bs.group_rows[np.repeat(matched_groups, bs.group_count)]] = False
+    return np.flatnonzero(keep)
+
+
+def take(col: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> pa.Array:
+    """``col`` at ``rows`` with null where the row is -1."""
+    idx = pa.array(rows, mask=rows < 0) if rows.shape[0] and rows.min() < 0 else pa.array(rows)
+    out = col.take(idx)
+    return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out

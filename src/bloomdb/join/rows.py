@@ -1,0 +1,63 @@
+"""The row-producing sink of the join: one Arrow record batch of result rows per probe chunk.
+
+Probe columns are decoded at the result rows only (or whole when the chunk was not filtered);
+build columns are taken from the build table at the matching build rows (null where none). Right
+and full joins end with the build rows no probe row matched (:meth:`RowSink.build_only`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import InvalidArgument
+from . import outer
+from .build import BuildSide
+from .plan import OutColumn
+from .sources import ProbeChunk
+from .stats import ChunkResult
+
+
+class RowSink:
+    def __init__(self, outs: list[OutColumn], bs: BuildSide, how: str, probe_schema: pa.Schema):
+        self.outs, self.bs, self.how = outs, bs, how
+        types = [(probe_schema if o.side == "probe" else bs.table.schema).field(o.name).type for o in outs]
+        self.schema = pa.schema([pa.field(o.out, t) for o, t in zip(outs, types)])
+
+    def chunk(self, ch: ProbeChunk, r: ChunkResult, pos, grp, unmatched, whole: bool) -> None:
+        ppos, brow = outer.pairs(self.bs, self.how, pos, grp, unmatched)
+        r.result_rows = ppos.shape[0]
+        if ppos.shape[0] == 0:
+            return
+        r.arrays = [ch.arrow(o.name, ppos, whole) if o.side == "probe" else outer.take(self.bs.table[o.name], brow)
+                    for o in self.outs]
+
+    def build_only(self, rows: np.ndarray) -> pa.RecordBatch | None:
+        """The rows of a right / full join that only the build side has: probe columns null (a key
+        column filled from its build key), build columns at ``rows``."""
+        if rows.shape[0] == 0:
+            return None
+        arrays = []
+        for o, f in zip(self.outs, self.schema):
+            if o.side == "build":
+                arrays.append(outer.take(self.bs.table[o.name], rows))
+            elif o.fill is not None:
+                arrays.append(_cast(outer.take(self.bs.table[o.fill], rows), f.type, o.out))
+            else:
+                arrays.append(pa.nulls(rows.shape[0], f.type))
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def batch(self, r: ChunkResult) -> pa.RecordBatch | None:
+        """One chunk's rows as a record batch of :attr:`schema` (None when it has none)."""
+        if r.arrays is None:
+            return None
+        arrays = [_cast(a, f.type, f.name) if a.type != f.type else a for a, f in zip(r.arrays, self.schema)]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _cast(a: pa.Array, t: pa.DataType, name: str) -> pa.Array:
+    try:
+        return a.cast(t)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise InvalidArgument(f"result column {name!r}: build key values do not fit the probe key's type {t} "
+                              f"({exc}); name the build key column in columns= (e.g. 'build.{name}')") from None

@@ -1,0 +1,159 @@
+"""Edges a new user meets first (issue 15): reads after close, numpy key types, multi_get of one
+str, opening in a read-only folder or on a full disk, per-table filter size, db-stress progress."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import numpy as np
+import pytest
+
+from bloomdb.errors import KeyTypeError, StoreClosed, StoreIOError
+from bloomdb.lsm import DB, Options, WriteBatch
+from bloomdb.lsm.fs import RealFS
+
+
+def _opts(**kw):
+    kw.setdefault("fs", RealFS(fsync=False))
+    kw.setdefault("background_compaction", False)
+    return Options(**kw)
+
+
+def test_every_read_after_close_raises(tmp_path):
+    db = DB.open(tmp_path / "s", _opts())
+    db.put(b"a", b"1")
+    snap = db.snapshot()
+    db.close()
+    reads = [lambda: db.get(b"a"), lambda: db.multi_get([b"a"]), lambda: list(db.scan()),
+             lambda: b"a" in db, lambda: db.snapshot(), lambda: db.get(b"a", snapshot=snap),
+             lambda: list(db.scan(snapshot=snap)), lambda: db.stats(), lambda: list(db)]
+    for read in reads:
+        with pytest.raises(StoreClosed, match="closed"):
+            read()
+    with pytest.raises(RuntimeError):  # plyvel raises RuntimeError: code catching it keeps working
+        db.get(b"a")
+    with pytest.raises(StoreClosed):
+        db.put(b"b", b"2")
+    db.close()  # still idempotent
+
+
+def test_numpy_bytes_and_str_keys_are_the_same_keys(tmp_path):
+    """np.bytes_ is a bytes subclass: accepted everywhere, as its bytes (like the filters' keys)."""
+    with DB.open(tmp_path / "s", _opts()) as db:
+        db.put(np.bytes_(b"k1"), np.bytes_(b"v1"))
+        db.put(b"k2", b"v2")
+        db.put(np.str_("k3"), b"v3")
+        db.write(WriteBatch().put(np.bytes_(b"k4"), b"v4").delete(np.bytes_(b"k2")))
+        assert db.get(b"k1") == b"v1" and type(db.get(b"k1")) is bytes
+        assert db.get(np.bytes_(b"k1")) == b"v1"
+        assert db.get(np.bytes_(b"k3")) == b"v3" and db.get("k3") == b"v3"
+        assert db.get(np.bytes_(b"k2")) is None
+        assert db.multi_get([np.bytes_(b"k1"), np.bytes_(b"k4"), b"k3"]) == [b"v1", b"v4", b"v3"]
+        assert list(db.scan(np.bytes_(b"k1"), np.bytes_(b"k4"))) == [(b"k1", b"v1"), (b"k3", b"v3")]
+        db.delete(np.bytes_(b"k1"))
+        db.flush()
+        assert db.get(np.bytes_(b"k1")) is None and db.get(np.bytes_(b"k4")) == b"v4"
+        with pytest.raises(KeyTypeError):
+            db.get(np.int64(5))
+
+
+@pytest.mark.parametrize("one_key", ["abc", b"abc", bytearray(b"abc")])
+def test_multi_get_of_one_key_is_an_error(tmp_path, one_key):
+    with DB.open(tmp_path / "s", _opts()) as db:
+        for k in (b"a", b"b", b"c", b"abc"):
+            db.put(k, k)
+        with pytest.raises(KeyTypeError, match="iterable of keys"):
+            db.multi_get(one_key)
+        assert db.multi_get(["abc"]) == [b"abc"]
+        assert db.multi_get(iter([b"a", "c"])) == [b"a", b"c"]
+
+
+class _RefusingFS(RealFS):
+    """Every write fails with ``err`` (a read-only folder: EACCES; a full disk: ENOSPC)."""
+
+    def __init__(self, err: int):
+        super().__init__(fsync=False)
+        self.err = err
+
+    def _fail(self, path):
+        raise OSError(self.err, os.strerror(self.err), path)
+
+    def open_append(self, path):
+        self._fail(path)
+
+    def write_atomic(self, path, data):
+        self._fail(path)
+
+
+@pytest.mark.parametrize("err, advice", [(errno.EACCES, "not writable"), (errno.EROFS, "not writable"),
+                                         (errno.ENOSPC, "free space")])
+def test_reopen_that_cannot_write_raises_our_error_naming_path_and_remedy(tmp_path, err, advice):
+    path = tmp_path / "s"
+    with DB.open(path, _opts()) as db:
+        db.put(b"k", b"v")  # a log to replay: the reopen must write a table and a new log
+    before = sorted(os.listdir(path))
+    with pytest.raises(StoreIOError) as e:
+        DB.open(path, _opts(fs=_RefusingFS(err)))
+    assert str(path) in str(e.value) and advice in str(e.value)
+    assert e.value.errno == err and isinstance(e.value, OSError)
+    assert sorted(os.listdir(path)) == before  # nothing changed by the refused open
+    with DB.open(path, _opts()) as db:  # and the lock was released
+        assert db.get(b"k") == b"v"
+
+
+def test_create_in_a_folder_that_cannot_be_written(tmp_path):
+    with pytest.raises(StoreIOError, match="not writable"):
+        DB.open(tmp_path / "new", _opts(fs=_RefusingFS(errno.EACCES)))
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root ignores folder permissions")
+def test_real_read_only_folder(tmp_path):
+    path = tmp_path / "s"
+    with DB.open(path, _opts()) as db:
+        db.put(b"k", b"v")
+    os.chmod(path, 0o555)
+    try:
+        with pytest.raises(StoreIOError, match="not writable"):
+            DB.open(path, _opts())
+    finally:
+        os.chmod(path, 0o755)
+
+
+@pytest.mark.parametrize("spec", ["register:2", "register:1"])
+def test_fixed_size_filter_spec_is_sized_per_table(tmp_path, spec):
+    """register:2 alone is 256 KiB whatever the count; a table's filter follows its key count."""
+    with DB.open(tmp_path / "s", _opts(filter=spec)) as db:
+        for i in range(100):
+            db.put(b"k%04d" % i, b"v")
+        db.flush()
+        (ref,) = db._version.all_refs()
+        assert ref.table.filter_bytes < 1024  # ~10 bits per key of 100 keys, not 256 KiB
+        assert all(db.get(b"k%04d" % i) == b"v" for i in range(100))
+        assert db.stats()["filter_useful"] == 0
+        assert sum(db.get(b"k%04d-%d" % (i % 99, i)) is None for i in range(2000)) == 2000  # in the key range
+        st = db.stats()
+        assert st["filter_useful"] > 0.9 * 2000
+    with DB.open(tmp_path / "t", _opts(filter="register:2:20")) as db:  # an explicit density is kept
+        for i in range(1000):
+            db.put(b"k%04d" % i, b"v")
+        db.flush()
+        (ref,) = db._version.all_refs()
+        assert 2000 < ref.table.filter_bytes < 4000
+
+
+def test_db_stress_says_what_it_does_before_it_starts(tmp_path, capsys, monkeypatch):
+    from bloomdb.bench import stress
+    from bloomdb.cli.main import main
+
+    seen = []
+    real = stress.model_check
+
+    def spy(*a, **kw):
+        seen.append(capsys.readouterr().out)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(stress, "model_check", spy)
+    assert main(["db-stress", "--ops", "1000", "--kills", "0", "--no-progress", "--dir", str(tmp_path)]) == 0
+    assert "db-stress: model check of 1,000 random ops" in seen[0]
+    assert "model check: 1,000 ops, 0 divergences" in capsys.readouterr().out
