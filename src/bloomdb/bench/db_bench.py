@@ -397,7 +397,8 @@ def format_runs(runs: list[EngineRun]) -> str:
             f"({100 * s['filter_useful_ratio']:.1f}%), positives {s['filter_positive']:,}, "
             f"true positives {s['true_positive']:,}, data blocks read {s['data_blocks_read']:,}, "
             f"filter bytes on disk {s['filter_bytes']:,}")
-        lines.append(f"bloomdb read amplification {s['read_amplification']:.2f} data blocks per found key; "
+        lines.append(f"bloomdb read amplification {s['read_amplification']:.2f} data blocks per table lookup "
+                     f"({s['table_lookups']:,} lookups); "
                      f"memory held by filters {s['filter_memory_bytes']:,} B, by indexes {s['index_memory_bytes']:,} B")
         lines.append(f"bloomdb tables per level {s['tables_per_level']}, write amplification "
                      f"{s['write_amplification']:.2f}")
