@@ -20,6 +20,8 @@ COMMANDS = (
     "bloomdb.cli.dask_bench",
     "bloomdb.cli.db_bench",
     "bloomdb.cli.db_stress",
+    "bloomdb.cli.ldb",
+    "bloomdb.cli.sst_dump",
     "bloomdb.cli.warmup",
 )
 
