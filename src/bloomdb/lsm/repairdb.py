@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from ..errors import BloomDBError, CorruptionError, InvalidArgument
 from . import identity, wal
 from . import manifest as mf
+from .compaction import tombstones
 from .compaction.executor import table_path
 from .db import DB
 from .fs import RealFS
@@ -107,12 +108,17 @@ class _Rebuild:
     def set_aside(self, name: str, why: str) -> None:
         self.fs.rename(os.path.join(self.path, name), self.lost_path(name, why))
 
-    def write(self, arrays) -> TableInfo:
+    def write(self, arrays, range_dels=()) -> TableInfo:
+        """A new L0 table of ``arrays`` and the range tombstones ``range_dels`` (a table of only
+        tombstones gets their stand-in entry, :func:`.compaction.tombstones.sentinel`)."""
         n = self.next
         self.next += 1
         o = self.opts
+        if arrays[2].shape[0] == 0:
+            arrays = tombstones.sentinel(range_dels)
         return build_table_arrays(self.fs, table_path(self.path, n), n, *arrays, o.filter_for(0, False),
-                                  o.block_size, o.restart_interval, o.compression, partition_blocks=o.partition_blocks())
+                                  o.block_size, o.restart_interval, o.compression, partition_blocks=o.partition_blocks(),
+                                  range_dels=tuple(range_dels))
 
 
 def _rebuild(fs, path: str, opts, kind: str) -> RepairReport:
@@ -193,8 +199,8 @@ def _table(r: _Rebuild, name: str, n: int) -> None:
         except CorruptionError:
             bad += 1
     kept = sum(len(p[2]) for p in good)
-    if kept:
-        r.infos.append(r.write(concat_packed(good)))
+    if kept or t.meta.range_dels:
+        r.infos.append(r.write(concat_packed(good) if good else MemTable().table_arrays(), t.meta.range_dels))
     r.report.salvaged.append((name, kept, bad))
     r.set_aside(name, f"{bad} damaged data blocks (intact entries salvaged)")
 
@@ -210,13 +216,12 @@ def _log(r: _Rebuild, name: str) -> int:
     try:
         for first, ops in wal.read_log(data, p, False, damage):
             batches += 1
-            for i, (k, v) in enumerate(ops):
-                mem.add(first + i, k, v, True)
+            mem.apply(first, ops, True)  # range deletes too
             seq = max(seq, first + len(ops) - 1)
     except (CorruptionError, BloomDBError) as e:  # a malformed batch inside an intact record
         damage.append(str(e))
     if len(mem):
-        r.infos.append(r.write(mem.table_arrays()))
+        r.infos.append(r.write(mem.table_arrays(), mem.rdels))
     r.report.logs.append((name, batches))
     r.set_aside(name, "replayed into a table" + (" up to its first damaged record" if damage else ""))
     return seq
