@@ -114,6 +114,9 @@ BAD_INPUTS = [
     ["join-bench", "--fractions", "0,2"],
     ["join-bench", "--compare", "spark"],
     ["join-bench", "--modes", "sometimes"],
+    ["dask-bench", "--rows", "0"],
+    ["dask-bench", "--fractions", "2"],
+    ["dask-bench", "--engines", "spark"],
 ]
 
 

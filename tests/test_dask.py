@@ -259,3 +259,30 @@ def test_a_worker_killed_mid_build_retries_on_the_other():
             assert set(c.run(os.getpid).values()) != set(pids.values())  # the killed worker was replaced
     finally:
         cluster.close()
+
+
+def test_dask_bench_engines_agree(client, tmp_path):
+    """The bench's engines (bloomdb broadcast and shuffle plans, dd.merge, DuckDB) give the same
+    sums at every match fraction (the run cross-checks them), and bloomdb moves fewer bytes."""
+    from bloomdb.bench import dask_bench
+
+    runs = dask_bench.run(rows=30_000, files=3, fractions=(0.01, 1.0), scheduler=client.scheduler.address,
+                          repeats=1, workdir=str(tmp_path), log=lambda s: None)
+    assert {r.engine for r in runs} == {"bloomdb.dask broadcast", "bloomdb.dask shuffle", "dd.merge (hash shuffle)",
+                                        "duckdb (one process)"}
+    at1 = {r.engine: r for r in runs if r.fraction == 0.01}
+    assert at1["bloomdb.dask broadcast"].bytes_moved < at1["dd.merge (hash shuffle)"].bytes_moved
+    assert "x fewer" in dask_bench.format_table(runs)
+
+
+@pytest.mark.parametrize("pushdown", ["on", "off", "adaptive"])
+def test_shuffle_plan_pushdown_modes_agree(client, dataset, pushdown):
+    """Filtering only drops rows that cannot match: every mode gives DuckDB's answer; "off" ships
+    every non-null row, "on" ships few, "adaptive" filters a partition whose sample it rejects."""
+    root, probe, build = dataset
+    got, st = bd.filtered_join(dd.from_pandas(probe, npartitions=2), dd.from_pandas(build, npartitions=2), on="k",
+                               aggregates=["count(*)", "sum(v)"], broadcast_rows=0, pushdown=pushdown, explain=True)
+    assert [got["count(*)"], got["sum(v)"]] == _duck(probe, build, "inner").iloc[0].tolist()[:2]
+    nonnull = int(probe["k"].notna().sum())
+    shipped = st.total("rows_shipped")
+    assert shipped == nonnull if pushdown == "off" else shipped < 0.1 * nonnull

@@ -17,8 +17,11 @@ COMMANDS = (
     "bloomdb.cli.filter_bench",
     "bloomdb.cli.calc",
     "bloomdb.cli.join_bench",
+    "bloomdb.cli.dask_bench",
     "bloomdb.cli.db_bench",
     "bloomdb.cli.db_stress",
+    "bloomdb.cli.ldb",
+    "bloomdb.cli.sst_dump",
     "bloomdb.cli.warmup",
 )
 
