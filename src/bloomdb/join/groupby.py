@@ -89,10 +89,11 @@ class GroupSink:
         r.result_rows = rows.shape[0] if w is None else int(w.sum())
         if rows.shape[0] == 0:
             return
+        at = outer.AtRows(ch, rows, whole)
         cols: dict[str, pa.Array] = {}
         for g, k in zip(self.groups, self.keys):
             if g.side == "probe":
-                cols[k] = _plain(ch.arrow(g.name, rows, whole))
+                cols[k] = _plain(at.arrow(g.name))
             else:
                 cols[k] = pa.array(self.codes[np.where(brow < 0, self.codes.shape[0] - 1, brow)])
         values = []
@@ -100,7 +101,7 @@ class GroupSink:
             if a.column is None:
                 values.append(None)
             elif a.side == "probe":
-                values.append(_plain(ch.arrow(a.column, rows, whole)))
+                values.append(_plain(at.arrow(a.column)))
             else:
                 values.append(_plain(outer.take(self.bs.table[a.column], brow)))
         r.groups = self._partial(cols, values, w)
@@ -351,12 +352,13 @@ class DenseGroupSink(GroupSink):
             return
         codes = self.codes[np.where(brow < 0, self.codes.shape[0] - 1, brow)]
         local = {sc: _Acc(self.G, self._is_float(sc)) for sc in self.cols}
+        at = outer.AtRows(ch, rows, whole)
         for (side, c), acc in local.items():
             if side == "build":
                 v, valid = self.build_vals[c]
                 acc.fold(codes, v, brow, valid)
             else:
-                v, valid, index = ch.numeric(c, rows, whole)
+                v, valid, index = at.numeric(c)
                 v = _dense_values(v, valid)
                 if v is None:
                     raise InvalidArgument(f"{c}: values beyond int64 cannot be summed per group; cast to float64")
