@@ -273,3 +273,16 @@ def test_dask_bench_engines_agree(client, tmp_path):
     at1 = {r.engine: r for r in runs if r.fraction == 0.01}
     assert at1["bloomdb.dask broadcast"].bytes_moved < at1["dd.merge (hash shuffle)"].bytes_moved
     assert "x fewer" in dask_bench.format_table(runs)
+
+
+@pytest.mark.parametrize("pushdown", ["on", "off", "adaptive"])
+def test_shuffle_plan_pushdown_modes_agree(client, dataset, pushdown):
+    """Filtering only drops rows that cannot match: every mode gives DuckDB's answer; "off" ships
+    every non-null row, "on" ships few, "adaptive" filters a partition whose sample it rejects."""
+    root, probe, build = dataset
+    got, st = bd.filtered_join(dd.from_pandas(probe, npartitions=2), dd.from_pandas(build, npartitions=2), on="k",
+                               aggregates=["count(*)", "sum(v)"], broadcast_rows=0, pushdown=pushdown, explain=True)
+    assert [got["count(*)"], got["sum(v)"]] == _duck(probe, build, "inner").iloc[0].tolist()[:2]
+    nonnull = int(probe["k"].notna().sum())
+    shipped = st.total("rows_shipped")
+    assert shipped == nonnull if pushdown == "off" else shipped < 0.1 * nonnull

@@ -100,7 +100,9 @@ def test_files_outside_the_build_keys_are_skipped_and_explained(data):
 
 
 def test_hive_partition_columns_are_columns(data):
-    got = hash_join(str(data["hive"]), data["build"], on="k", columns=["k", "part"], where=("part", "in", [4]))
+    got, st = hash_join(str(data["hive"]), data["build"], on="k", columns=["k", "part"], where=("part", "in", [4]),
+                        explain=True)
+    assert st.chunks_skipped_where == st.chunks - ROWS // 1000  # only part=4's row groups are read
     want = _duck("SELECT p.k, p.part FROM p JOIN b ON p.k = b.k WHERE p.part = 4", p=data["table"], b=data["build"])
     assert _sorted(zip(got["k"].to_pylist(), got["part"].to_pylist())) == _sorted(want)
     assert got.num_rows > 0

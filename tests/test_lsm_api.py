@@ -142,3 +142,29 @@ def test_probe_kernel_matches_the_filter(tmp_path):
         assert ((slots == 0) == want).all()
         assert [K.probe(d, k, 0) for k in probes[:200]] == slots[:200].tolist()
         assert want[: 2000 // 3].all()  # present keys: no false negatives
+
+
+def test_stats_read_amplification_and_memory_held(tmp_path):
+    """``read_amplification`` is data blocks read per key looked up in the tables (about 1 for
+    present keys, about the false-positive rate for absent ones); the memory held by filters and
+    indexes is reported, and filters count only once read (they are read lazily)."""
+    p = str(tmp_path / "db")
+    keys = [b"key%06d" % i for i in range(3000)]
+    opts = small_options(background_compaction=False, memtable_bytes=1 << 16)
+    with DB.open(p, opts) as db:
+        for k in keys:
+            db.put(k, b"v" * 50)
+        db.flush()
+    with DB.open(p, opts) as db:
+        st = db.stats()
+        assert st["filter_memory_bytes"] == 0 and st["index_memory_bytes"] > 0  # nothing read yet
+        assert all(db.get(k) == b"v" * 50 for k in keys[::3])
+        st = db.stats()
+        assert st["table_lookups"] == 1000
+        assert 1.0 <= st["read_amplification"] <= 1.1, st
+        assert st["filter_memory_bytes"] >= st["filter_bytes"] // 2
+        assert all(db.get(k + b"x") is None for k in keys[::3])
+        assert db.multi_get([k + b"y" for k in keys[::3]]) == [None] * 1000
+        st = db.stats()
+        assert st["table_lookups"] == 3000
+        assert st["read_amplification"] < (1000 + 2000 * 0.05) / 3000, st

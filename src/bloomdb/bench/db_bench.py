@@ -18,8 +18,10 @@ order, in the same process):
   user opening a store meets it. A ``...-first1k`` row gives the open plus the first 1000 gets;
 * ``mgetmissing``: ``multi_get`` of the absent keys in batches of 1000 (bloomdb only).
 
-After each fill the harness waits for bloomdb's background compactions (untimed); LevelDB and
-RocksDB compact in their own threads. Peers: ``leveldb`` (plyvel, 10 bits/key Bloom filter) and
+Engines run interleaved (each phase on every engine before the next phase), so a change in the
+machine's load hits them alike; each row gives wall time and this process's CPU time (all its
+threads, so a peer's compaction threads count too). After each fill the harness waits for
+bloomdb's background compactions (untimed); LevelDB and RocksDB compact in their own threads. Peers: ``leveldb`` (plyvel, 10 bits/key Bloom filter) and
 ``rocksdb`` (rocksdict, 10 bits/key Bloom filter), both with their default caches.
 """
 
@@ -45,6 +47,7 @@ class PhaseResult:
     phase: str
     ops: int
     seconds: float
+    cpu_seconds: float = 0.0  # this process's CPU time (every thread): less sensitive to other load
 
     @property
     def ops_per_s(self) -> float:
@@ -53,6 +56,10 @@ class PhaseResult:
     @property
     def us_per_op(self) -> float:
         return self.seconds / self.ops * 1e6 if self.ops else 0.0
+
+    @property
+    def cpu_us_per_op(self) -> float:
+        return self.cpu_seconds / self.ops * 1e6 if self.ops else 0.0
 
 
 @dataclass
@@ -220,17 +227,6 @@ def _progress(total, desc, enabled):
     return bar(total, desc, unit="op", unit_scale=True)
 
 
-def _timed_loop(fn, items, bar, chunk=20000):
-    t = time.perf_counter()
-    for s in range(0, len(items), chunk):
-        part = items[s : s + chunk]
-        for x in part:
-            fn(x)
-        if bar is not None:
-            bar.update(len(part))
-    return time.perf_counter() - t
-
-
 def _puts(put, order, values, bar):
     n = len(order)
     for s in range(0, n, 20000):
@@ -248,109 +244,151 @@ def _batches(write_batch, order, values, bar):
             bar.update(min(n, s + BATCH) - s)
 
 
+def _timed_loop(fn, items, bar, chunk=20000):
+    t = time.perf_counter()
+    for s in range(0, len(items), chunk):
+        part = items[s : s + chunk]
+        for x in part:
+            fn(x)
+        if bar is not None:
+            bar.update(len(part))
+    return time.perf_counter() - t
+
+
+class _Runner:
+    """One engine's store and the phases run on it, in a fresh temporary folder."""
+
+    def __init__(self, engine: str, n: int, filter_spec, progress: bool, folder, compression, data):
+        self.engine, self.n, self.spec, self.progress, self.compression = engine, n, filter_spec, progress, compression
+        self.keys, self.shuffled, self.missing, self.values = data
+        self.cls = ENGINES[engine]
+        self.root = tempfile.mkdtemp(prefix=f"dbbench-{engine}-", dir=folder)
+        self.run = EngineRun(engine)
+        self.db = None
+        self.path = None
+
+    def _record(self, phase, ops, t, c):
+        self.run.results.append(PhaseResult(self.engine, phase, ops, time.perf_counter() - t, time.process_time() - c))
+
+    def _timed(self, phase, fn, ops):
+        bar = _progress(ops, f"{self.engine} {phase}", self.progress)
+        t, c = time.perf_counter(), time.process_time()
+        fn(bar)
+        self._record(phase, ops, t, c)
+        if bar is not None:
+            bar.close()
+
+    def _fill(self, phase, order, batched):
+        if self.db is not None:
+            self.db.close()
+        self.path = os.path.join(self.root, phase)
+        db = self.db = self.cls(self.path, self.spec, self.compression)
+        if batched:
+            self._timed(phase, lambda bar: _batches(db.write_batch, order, self.values, bar), self.n)
+        else:
+            self._timed(phase, lambda bar: _puts(db.put, order, self.values, bar), self.n)
+        db.settle()
+
+    def _cold(self, phase, order):
+        """Close, reopen and read at once: the open and the first reads are timed."""
+        self.db.close()
+        self.db = None
+        t, c = time.perf_counter(), time.process_time()
+        self.db = self.cls(self.path, self.spec, self.compression)
+        get = self.db.get
+        for k in order[:1000]:
+            get(k)
+        self._record(phase + "-first1k", min(1000, len(order)), t, c)
+        for k in order[1000:]:
+            get(k)
+        self._record(phase, len(order), t, c)
+        r = self.run.results
+        r[-1], r[-2] = r[-2], r[-1]  # the whole phase first, then its first-1000 row
+
+    def phase(self, phase: str) -> None:
+        n, shuffled, missing = self.n, self.shuffled, self.missing
+        if phase == "fillseq":
+            return self._fill("fillseq", self.keys, False)
+        if phase == "fillbatch":
+            return self._fill("fillbatch", shuffled, True)
+        if phase == "fillrandom":
+            return self._fill("fillrandom", shuffled, False)
+        if self.db is None:
+            self._fill("fillrandom", shuffled, False)
+        db = self.db
+        if phase == "overwrite":
+            self._timed(phase, lambda bar: _puts(db.put, shuffled[::-1], self.values, bar), n)
+            db.settle()
+        elif phase == "readrandom":
+            self._timed(phase, lambda bar: _timed_loop(db.get, shuffled, bar), n)
+        elif phase == "readmissing":
+            self._timed(phase, lambda bar: _timed_loop(db.get, missing, bar), n)
+        elif phase == "readmixed":
+            mixed = [shuffled[i] if i & 1 else missing[i] for i in range(n)]
+            self._timed(phase, lambda bar: _timed_loop(db.get, mixed, bar), n)
+        elif phase == "scan":
+            t, c = time.perf_counter(), time.process_time()
+            ops = db.scan()
+            self._record(phase, ops, t, c)
+        elif phase in ("coldrandom", "coldmissing"):
+            self._cold(phase, shuffled if phase == "coldrandom" else missing)
+        elif phase == "mgetmissing":
+            if db.multi_get is not None:
+                batches = [missing[s : s + BATCH] for s in range(0, n, BATCH)]
+                self._timed(phase, lambda bar: _timed_loop(db.multi_get, batches, None), n)
+        else:
+            raise ValueError(f"unknown phase {phase!r}")
+
+    def close(self) -> EngineRun:
+        try:
+            if self.engine == "bloomdb" and self.db is not None:
+                self.run.stats = self.db.db.stats()
+        finally:
+            if self.db is not None:
+                self.db.close()
+            shutil.rmtree(self.root, ignore_errors=True)
+        return self.run
+
+
+def run_engines(engines, phases, n: int, filter_spec: str | None, progress: bool = True,
+                folder: str | None = None, compression: str | None = None) -> list[EngineRun]:
+    """Run ``phases`` on every engine, interleaved: each phase runs on every engine in turn
+    before the next phase starts, so a change in the machine's load hits every engine alike."""
+    data = make_keys(n)
+    runners = [_Runner(e, n, filter_spec, progress, folder, compression, data) for e in engines]
+    try:
+        for phase in phases:
+            for r in runners:
+                r.phase(phase)
+    finally:
+        runs = [r.close() for r in runners]
+    return runs
+
+
 def run_engine(engine: str, phases, n: int, filter_spec: str | None, progress: bool = True,
                folder: str | None = None, compression: str | None = None) -> EngineRun:
     """Run ``phases`` on one engine in a fresh temporary folder."""
-    keys, shuffled, missing, values = make_keys(n)
-    cls = ENGINES[engine]
-    root = tempfile.mkdtemp(prefix=f"dbbench-{engine}-", dir=folder)
-    run = EngineRun(engine)
-    db = None
-    path = None
-    try:
-        def timed(phase, fn, ops):
-            bar = _progress(ops, f"{engine} {phase}", progress)
-            t = time.perf_counter()
-            fn(bar)
-            run.results.append(PhaseResult(engine, phase, ops, time.perf_counter() - t))
-            if bar is not None:
-                bar.close()
-
-        def fill(phase, order, batched):
-            nonlocal db, path
-            if db is not None:
-                db.close()
-            path = os.path.join(root, phase)
-            db = cls(path, filter_spec, compression)
-            if batched:
-                timed(phase, lambda bar: _batches(db.write_batch, order, values, bar), n)
-            else:
-                timed(phase, lambda bar: _puts(db.put, order, values, bar), n)
-            db.settle()
-
-        def cold(phase, order):
-            """Close, reopen and read at once: the open and the first reads are timed."""
-            nonlocal db
-            db.close()
-            db = None
-            t = time.perf_counter()
-            db = cls(path, filter_spec, compression)
-            get = db.get
-            for k in order[:1000]:
-                get(k)
-            first = time.perf_counter() - t
-            for k in order[1000:]:
-                get(k)
-            run.results.append(PhaseResult(engine, phase, len(order), time.perf_counter() - t))
-            run.results.append(PhaseResult(engine, phase + "-first1k", min(1000, len(order)), first))
-
-        for phase in phases:
-            if phase == "fillseq":
-                fill("fillseq", keys, False)
-            elif phase == "fillbatch":
-                fill("fillbatch", shuffled, True)
-            elif phase == "fillrandom":
-                fill("fillrandom", shuffled, False)
-            else:
-                if db is None:
-                    fill("fillrandom", shuffled, False)
-                if phase == "overwrite":
-                    timed(phase, lambda bar: _puts(db.put, shuffled[::-1], values, bar), n)
-                    db.settle()
-                elif phase == "readrandom":
-                    timed(phase, lambda bar: _timed_loop(db.get, shuffled, bar), n)
-                elif phase == "readmissing":
-                    timed(phase, lambda bar: _timed_loop(db.get, missing, bar), n)
-                elif phase == "readmixed":
-                    mixed = [shuffled[i] if i & 1 else missing[i] for i in range(n)]
-                    timed(phase, lambda bar: _timed_loop(db.get, mixed, bar), n)
-                elif phase == "scan":
-                    t = time.perf_counter()
-                    ops = db.scan()
-                    run.results.append(PhaseResult(engine, phase, ops, time.perf_counter() - t))
-                elif phase == "coldrandom":
-                    cold(phase, shuffled)
-                elif phase == "coldmissing":
-                    cold(phase, missing)
-                elif phase == "mgetmissing":
-                    if db.multi_get is not None:
-                        batches = [missing[s : s + BATCH] for s in range(0, n, BATCH)]
-                        run.results.append(PhaseResult(engine, phase, n, _timed_loop(db.multi_get, batches, None)))
-                else:
-                    raise ValueError(f"unknown phase {phase!r}")
-        if engine == "bloomdb" and db is not None:
-            run.stats = db.db.stats()
-    finally:
-        if db is not None:
-            db.close()
-        shutil.rmtree(root, ignore_errors=True)
-    return run
+    return run_engines([engine], phases, n, filter_spec, progress, folder, compression)[0]
 
 
 def format_runs(runs: list[EngineRun]) -> str:
-    """A table of every phase per engine, and ratios bloomdb / peer."""
-    lines = [f"{'engine':<10} {'phase':<12} {'ops':>10} {'ops/s':>12} {'us/op':>9}"]
+    """A table of every phase per engine (wall clock and this process's CPU time per op), and
+    ratios bloomdb / peer of both."""
+    lines = [f"{'engine':<10} {'phase':<20} {'ops':>10} {'ops/s':>12} {'us/op':>9} {'cpu us/op':>10}"]
     for r in runs:
         for p in r.results:
-            lines.append(f"{p.engine:<10} {p.phase:<12} {p.ops:>10,} {p.ops_per_s:>12,.0f} {p.us_per_op:>9.2f}")
+            lines.append(f"{p.engine:<10} {p.phase:<20} {p.ops:>10,} {p.ops_per_s:>12,.0f} {p.us_per_op:>9.2f} "
+                         f"{p.cpu_us_per_op:>10.2f}")
     base = runs[0]
     for peer in runs[1:]:
         lines.append("")
-        lines.append(f"ratio {base.engine} / {peer.engine} (ops/s, >1 means {base.engine} is faster)")
+        lines.append(f"ratio {base.engine} / {peer.engine} (>1 means {base.engine} is faster): wall ops/s, CPU per op")
         pr = {p.phase: p for p in peer.results}
         for p in base.results:
-            if p.phase in pr:
-                lines.append(f"  {p.phase:<12} {p.ops_per_s / pr[p.phase].ops_per_s:>6.2f}x")
+            q = pr.get(p.phase)
+            if q is not None:
+                cpu = q.cpu_seconds / q.ops / (p.cpu_seconds / p.ops) if p.cpu_seconds > 0 and q.ops else float("nan")
+                lines.append(f"  {p.phase:<20} {p.ops_per_s / q.ops_per_s:>6.2f}x {cpu:>8.2f}x")
     if base.stats:
         s = base.stats
         lines.append("")
@@ -359,7 +397,8 @@ def format_runs(runs: list[EngineRun]) -> str:
             f"({100 * s['filter_useful_ratio']:.1f}%), positives {s['filter_positive']:,}, "
             f"true positives {s['true_positive']:,}, data blocks read {s['data_blocks_read']:,}, "
             f"filter bytes on disk {s['filter_bytes']:,}")
-        lines.append(f"bloomdb read amplification {s['read_amplification']:.2f} data blocks per found key; "
+        lines.append(f"bloomdb read amplification {s['read_amplification']:.2f} data blocks per table lookup "
+                     f"({s['table_lookups']:,} lookups); "
                      f"memory held by filters {s['filter_memory_bytes']:,} B, by indexes {s['index_memory_bytes']:,} B")
         lines.append(f"bloomdb tables per level {s['tables_per_level']}, write amplification "
                      f"{s['write_amplification']:.2f}")

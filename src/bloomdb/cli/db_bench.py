@@ -42,9 +42,7 @@ def run(args: argparse.Namespace) -> int:
     _warmup(B)
     print(f"db-bench: {args.num:,} keys of 16 bytes, values of {B.VALUE_SIZE} bytes, filter={spec}, "
           f"compression={args.compression}")
-    runs = [B.run_engine("bloomdb", phases, args.num, spec, not args.no_progress, args.dir, args.compression)]
-    for peer in peers:
-        runs.append(B.run_engine(peer, phases, args.num, spec, not args.no_progress, args.dir, args.compression))
+    runs = B.run_engines(["bloomdb", *peers], phases, args.num, spec, not args.no_progress, args.dir, args.compression)
     print(B.format_runs(runs))
     return 0
 

@@ -21,15 +21,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-parquet", action="store_true", help="skip the Parquet runs (bloomdb and DuckDB)")
     p.add_argument("--modes", type=choices_list(("adaptive", "on", "off")), default=["adaptive", "on", "off"], help="bloomdb pushdown modes to run")
     p.add_argument("--dir", type=existing_folder, default=None, help="work directory for the data (default: a temp dir, removed after)")
+    p.add_argument("--shapes", type=comma_list(str), default=[],
+                   help="also run these join shapes (bloomdb.bench.join_shapes): m2m,m2m_rows,multikey,groupby,dataset")
+    p.add_argument("--no-fractions", action="store_true", help="skip the match-fraction runs (only --shapes)")
     p.add_argument("--json", type=output_file, metavar="FILE", help="also write the runs as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     from ..bench import join_bench as jb
 
-    runs = jb.run(args.rows, args.build_rows, tuple(args.fractions), args.compare,
-                  args.threads, args.repeats, not args.no_parquet, args.dir, tuple(args.modes), progress=True)
-    print_runs(jb.format_table(runs),
-               f"(best of {args.repeats} after a warm-up; {args.threads} threads; ratios against bloomdb columnar adaptive)",
-               runs, args.json)
+    runs, tables = [], []
+    if not args.no_fractions:
+        runs = jb.run(args.rows, args.build_rows, tuple(args.fractions), args.compare,
+                      args.threads, args.repeats, not args.no_parquet, args.dir, tuple(args.modes), progress=True)
+        tables.append(jb.format_table(runs))
+    if args.shapes:
+        from ..bench import join_shapes
+
+        shaped = join_shapes.run(args.rows, tuple(args.shapes), args.threads, args.repeats, args.compare, args.dir)
+        tables.append(join_shapes.format_table(shaped))
+        runs += shaped
+    print_runs("\n\n".join(tables),
+               f"(best of {args.repeats} after a warm-up; {args.threads} threads; ratios against bloomdb"
+               f"{' columnar adaptive' if not args.no_fractions else ''})", runs, args.json)
     return 0

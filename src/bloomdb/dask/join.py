@@ -9,9 +9,12 @@ Two plans, chosen by the build side's row count against ``broadcast_rows``:
   the scan (Parquet row groups skipped by their min/max and Bloom filters, adaptive filtering per
   partition), so only result rows leave a worker. Nothing is shuffled.
 * **shuffle** (large build): a filter of the build keys is built on the cluster
-  (:func:`.build.build_filter`) and shipped; each probe partition drops the rows it rejects before
-  anything moves; the survivors and the build rows are hash-partitioned on the first key column
-  and every pair of co-partitions runs ``hash_join``. Only the rows that may match are shuffled.
+  (:func:`.build.build_filter`) and shipped; each probe partition drops the rows it rejects where
+  it was read (the filter step is fused with the read), unless ``pushdown="adaptive"`` sees the
+  filter reject under 10% of a 64K-row sample of that partition (then it ships all its rows: the
+  per-partition switch); the survivors and the build rows are hash-partitioned on the first key
+  column and every pair of co-partitions runs ``hash_join`` (no second filter). Only the rows
+  that may match are shuffled.
 
 Either way aggregates are folded per partition and combined in a tree (no rows collected), and
 results equal a single-machine ``hash_join`` (DuckDB's semantics: nulls never match; ``anti``
@@ -126,36 +129,61 @@ def _join_part(i: int, probe: Any, build: Any, kw: dict, plain: bool = True) -> 
     return result, stats
 
 
-def _filter_part(i: int, part: pd.DataFrame, key: str, filt: Any, nparts: int, keep_rejected: bool) -> tuple:
-    """Rows of ``part`` whose key may be in ``filt``, tagged with their co-partition; for an anti
-    join also the rows it rejects (they are results as they are)."""
+def _partition_ids(col: pd.Series, nparts: int) -> np.ndarray:
+    """Co-partition of each (non-null) key: XXH3-64 of the key, as the filters hash it, mod ``nparts``
+    (so int32 and int64 keys of one value land together)."""
     from ..hashing import xxh3_64_many
 
+    if len(col) == 0:
+        return np.zeros(0, np.int64)
+    return (xxh3_64_many(keys_of(col, np.ones(len(col), bool))) % np.uint64(nparts)).astype(np.int64)
+
+
+#: Adaptive filtering: a partition whose first ``_SAMPLE`` keys are rejected less often than this
+#: keeps every row (the filter would only cost time), as ``hash_join``'s adaptive pushdown does.
+_THRESHOLD, _SAMPLE = 0.10, 65536
+
+
+def _keep(part: pd.DataFrame, key: str, filt: Any, pushdown: str) -> np.ndarray:
+    """Rows that may match: non-null keys the filter passes (all non-null keys with the filter off,
+    or when ``"adaptive"`` and a sample shows it rejecting under 10%)."""
     col = part[key]
     ok = present(col)
+    if pushdown == "off" or not ok.any():
+        return ok
+    if pushdown == "adaptive" and len(part) > _SAMPLE:
+        head = ok[:_SAMPLE]
+        hit = filt.might_contain_many(keys_of(col.iloc[:_SAMPLE], head))
+        if 1 - hit.mean() < _THRESHOLD:
+            return ok
     m = np.zeros(len(part), dtype=bool)
-    if ok.any():
-        m[ok] = filt.might_contain_many(keys_of(col, ok))
-    kept = part[m].copy()
-    ids = np.zeros(len(kept), dtype=np.int64)
-    if len(kept):
-        ids = (xxh3_64_many(keys_of(kept[key], np.ones(len(kept), bool))) % np.uint64(nparts)).astype(np.int64)
-    kept[_PART] = ids
-    rejected = part[~m] if keep_rejected else part.iloc[:0]
-    plain = int(part.memory_usage(deep=True, index=False).sum())
-    stats = PartitionStats(i, len(part), int((~m).sum()), len(kept),
-                           int(kept.memory_usage(deep=True, index=False).sum()), plain)
-    return kept, rejected, stats
+    m[ok] = filt.might_contain_many(keys_of(col, ok))
+    return m
+
+
+def _kept_rows(part: pd.DataFrame, key: str, filt: Any, nparts: int, pushdown: str) -> pd.DataFrame:
+    """The rows that may match, tagged with their co-partition (runs where the partition was read)."""
+    kept = part[_keep(part, key, filt, pushdown)].copy()
+    kept[_PART] = _partition_ids(kept[key], nparts)
+    return kept
+
+
+def _rejected_rows(part: pd.DataFrame, key: str, filt: Any, pushdown: str) -> pd.DataFrame:
+    """The rows that cannot match (null keys included): anti-join results as they are."""
+    return part[~_keep(part, key, filt, pushdown)]
+
+
+def _filter_stats(part: pd.DataFrame, key: str, filt: Any, pushdown: str) -> pd.DataFrame:
+    m = _keep(part, key, filt, pushdown)
+    kept = part[m]
+    return pd.DataFrame({"rows_scanned": [len(part)], "rows_rejected": [int((~m).sum())], "rows_shipped": [len(kept)],
+                         "bytes_shipped": [int(kept.memory_usage(deep=True, index=False).sum())],
+                         "bytes_plain_merge": [int(part.memory_usage(deep=True, index=False).sum())]})
 
 
 def _tag_build(part: pd.DataFrame, key: str, nparts: int) -> pd.DataFrame:
-    from ..hashing import xxh3_64_many
-
-    ok = present(part[key])
-    part = part[ok].copy()
-    ids = (xxh3_64_many(keys_of(part[key], np.ones(len(part), bool))) % np.uint64(nparts)).astype(np.int64) \
-        if len(part) else np.zeros(0, np.int64)
-    part[_PART] = ids
+    part = part[present(part[key])].copy()
+    part[_PART] = _partition_ids(part[key], nparts)
     return part
 
 
@@ -250,7 +278,8 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
     co-partitions, default the probe's partition count; ``shuffle_method`` goes to Dask's
     ``shuffle``: None for Dask's default, ``"tasks"`` or ``"p2p"``). Returns a lazy Dask DataFrame of result
     rows, or a dict of aggregates; with ``explain=True`` a pair ``(result, DaskJoinStats)`` (the
-    row result is then persisted on the cluster). Raises InvalidArgument for bad options, unknown
+    row result is then persisted on the cluster; the shuffle plan runs its filter once more over the
+    probe side to count what it rejects). Raises InvalidArgument for bad options, unknown
     columns or, in the shuffle plan, keys other than integers or strings.
     """
     import dask
@@ -303,25 +332,28 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
         filt = build_filter(build, column=bkeys[0], spec=filter, split_every=split_every)
         n = shuffle_partitions or probe.npartitions
         fshipped = ship(filt)
-        fparts = [dask.delayed(_filter_part, nout=3)(i, p, pkeys[0], fshipped, n, how == "anti")
-                  for i, p in enumerate(probe.to_delayed())]
         pmeta = probe._meta.assign(**{_PART: np.zeros(0, np.int64)})
-        kept = dd.from_delayed([f[0] for f in fparts], meta=pmeta, verify_meta=False)
+        # blockwise: fused with the partition's read, so rejected rows never leave their worker
+        kept = probe.map_partitions(_kept_rows, pkeys[0], fshipped, n, pushdown, meta=pmeta)
         kept = kept.shuffle(on=_PART, npartitions=n, shuffle_method=shuffle_method)
         btag = build.map_partitions(_tag_build, bkeys[0], n,
                                     meta=build._meta.assign(**{_PART: np.zeros(0, np.int64)}))
         btag = btag.shuffle(on=_PART, npartitions=n, shuffle_method=shuffle_method)
         bmeta = pa.Schema.from_pandas(build._meta, preserve_index=False)
         meta = None if aggs else _meta(pschema, bmeta, kw)
-        pairs = [dask.delayed(_join_part, nout=2)(i, p, b, kw, False)
+        pkw = dict(kw, filter=None)  # the rows were filtered already: each co-partition only probes its hash table
+        pairs = [dask.delayed(_join_part, nout=2)(i, p, b, pkw, False)
                  for i, (p, b) in enumerate(zip(kept.to_delayed(), btag.to_delayed()))]
         results = [p[0] for p in pairs]
         if how == "anti":  # rows the filter rejected match nothing: an anti join against no build rows
+            rejected = probe.map_partitions(_rejected_rows, pkeys[0], fshipped, pushdown, meta=probe._meta)
             empty = bmeta.empty_table()
-            results += [dask.delayed(_join_part, nout=2)(i, f[1], empty, kw, False)[0] for i, f in enumerate(fparts)]
+            results += [dask.delayed(_join_part, nout=2)(i, r, empty, pkw, False)[0]
+                        for i, r in enumerate(rejected.to_delayed())]
         plan, nbuild = "shuffle", build_rows
-        build_bytes = int(build.memory_usage(deep=True, index=False).sum().compute())
-        stats_parts = [f[2] for f in fparts]
+        build_bytes = build.memory_usage(deep=True, index=False).sum() if explain else 0
+        stats_parts = probe.map_partitions(_filter_stats, pkeys[0], fshipped, pushdown, meta=_STATS_META) \
+            if explain else []
 
     if aggs is not None:
         from .build import _tree
@@ -329,11 +361,24 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
         total = _tree(results, functools.partial(_combine_aggs, part_aggs), split_every)
         if not explain:
             return _final_aggs(aggs, total.compute())
-        value, stats = dask.compute(total, stats_parts)
-        return _final_aggs(aggs, value), DaskJoinStats(how, plan, filter, nbuild, build_bytes, workers, list(stats))
+        value, stats, build_bytes = dask.compute(total, stats_parts, build_bytes)
+        return _final_aggs(aggs, value), DaskJoinStats(how, plan, filter, nbuild, int(build_bytes), workers,
+                                                       _partition_stats(stats))
     if explain:
-        results, stats_parts = dask.persist(results, stats_parts)
-        stats = DaskJoinStats(how, plan, filter, nbuild, build_bytes, workers, list(dask.compute(*stats_parts)))
-        return dd.from_delayed(results, meta=meta, verify_meta=False), stats
+        results, stats_parts = dask.persist(results, stats_parts)  # one run yields both (the broadcast plan)
+        stats, build_bytes = dask.compute(stats_parts, build_bytes)
+        return (dd.from_delayed(results, meta=meta, verify_meta=False),
+                DaskJoinStats(how, plan, filter, nbuild, int(build_bytes), workers, _partition_stats(stats)))
     return dd.from_delayed(results, meta=meta, verify_meta=False)
+
+
+_STATS_META = pd.DataFrame({c: np.zeros(0, np.int64) for c in
+                            ("rows_scanned", "rows_rejected", "rows_shipped", "bytes_shipped", "bytes_plain_merge")})
+
+
+def _partition_stats(stats: Any) -> list[PartitionStats]:
+    """PartitionStats from the broadcast plan's list or the shuffle plan's frame (a row per partition)."""
+    if isinstance(stats, pd.DataFrame):
+        return [PartitionStats(i, *map(int, row)) for i, row in enumerate(stats[list(_STATS_META.columns)].values)]
+    return list(stats)
 

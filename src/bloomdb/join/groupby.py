@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidArgument
+from . import _group_kernels as K
 from . import outer
 from .build import BuildSide
 from .plan import Agg, OutColumn
@@ -88,10 +89,11 @@ class GroupSink:
         r.result_rows = rows.shape[0] if w is None else int(w.sum())
         if rows.shape[0] == 0:
             return
+        at = outer.AtRows(ch, rows, whole)
         cols: dict[str, pa.Array] = {}
         for g, k in zip(self.groups, self.keys):
             if g.side == "probe":
-                cols[k] = _plain(ch.arrow(g.name, rows, whole))
+                cols[k] = _plain(at.arrow(g.name))
             else:
                 cols[k] = pa.array(self.codes[np.where(brow < 0, self.codes.shape[0] - 1, brow)])
         values = []
@@ -99,7 +101,7 @@ class GroupSink:
             if a.column is None:
                 values.append(None)
             elif a.side == "probe":
-                values.append(_plain(ch.arrow(a.column, rows, whole)))
+                values.append(_plain(at.arrow(a.column)))
             else:
                 values.append(_plain(outer.take(self.bs.table[a.column], brow)))
         r.groups = self._partial(cols, values, w)
@@ -241,3 +243,175 @@ def _weighted(v: pa.Array, w: pa.Array, a: Agg) -> tuple[pa.Array, pa.Array | No
         raise InvalidArgument(f"{a.out}: values beyond int64 cannot be summed per group; cast to float64") from None
     bound = pc.multiply(pc.abs(iv.cast(pa.float64(), safe=False)), w.cast(pa.float64()))
     return pc.multiply(iv, w), bound  # wraps only where the bound (checked at the end) is too large
+
+
+# ---- the dense path: every group column on the build side ---------------------------------------
+
+#: the dense path keeps per-group arrays; beyond this many groups the hash path is used
+DENSE_GROUPS = 1 << 16
+
+
+def _dense_values(arr: np.ndarray, valid: np.ndarray | None) -> np.ndarray | None:
+    """``arr`` as int64 or float64 for the fold kernels (None when a uint64 value passes int64)."""
+    if arr.dtype.kind == "f":
+        return arr.astype(np.float64, copy=False)
+    if arr.dtype == np.uint64 and arr.size and int(arr[valid].max() if valid is not None and valid.any()
+                                                   else arr.max()) >= 2**63:
+        return None
+    return arr.astype(np.int64, copy=False)
+
+
+class _Acc:
+    """Per-group accumulators of one aggregate input column (see :mod:`._group_kernels`)."""
+
+    def __init__(self, groups: int, is_float: bool):
+        self.is_float = is_float
+        t = np.float64 if is_float else np.int64
+        self.s = np.zeros(groups, t)
+        self.bound = np.zeros(groups, np.float64)
+        self.cnt = np.zeros(groups, np.int64)
+        self.fin = np.zeros(groups, np.int64)
+        self.nan = np.zeros(groups, np.bool_)
+        self.mn = np.full(groups, np.inf if is_float else np.iinfo(np.int64).max, t)
+        self.mx = np.full(groups, -np.inf if is_float else np.iinfo(np.int64).min, t)
+
+    def fold(self, codes, values, index, valid) -> None:
+        idx = index if index is not None else _NO_INDEX
+        vv = valid if valid is not None else _NO_VALID
+        K.fold(codes, values, idx, index is not None, vv, valid is not None, self.s, self.bound, self.cnt, self.fin,
+               self.mn, self.mx, self.nan)
+
+    def merge(self, o: "_Acc") -> None:
+        self.s += o.s
+        self.cnt += o.cnt
+        self.fin += o.fin
+        self.nan |= o.nan
+        self.bound += o.bound
+        np.minimum(self.mn, o.mn, out=self.mn)
+        np.maximum(self.mx, o.mx, out=self.mx)
+
+    def final(self, a: Agg, present: np.ndarray, t: pa.DataType) -> pa.Array:
+        cnt = self.cnt[present]
+        none = cnt == 0
+        if a.func == "count":
+            return pa.array(cnt)
+        if a.func in ("sum", "avg"):
+            if not self.is_float and present.size and float(self.bound[present].max()) >= _LIMIT:
+                raise InvalidArgument(f"{a.out}: a group's integer sum could leave 64 bits; cast the column to "
+                                      "float64 or aggregate without group_by (exact beyond 64 bits)")
+            s = self.s[present]
+            if a.func == "avg":
+                return pa.array(s / np.maximum(cnt, 1), pa.float64(), mask=none)
+            return pa.array(s, mask=none)
+        v = (self.mn if a.func == "min" else self.mx)[present]
+        if not self.is_float:
+            return pa.array(v, mask=none).cast(t)
+        fin, nan = self.fin[present], self.nan[present]
+        out = np.where(fin > 0, v, np.nan)
+        if a.func == "max":
+            out = np.where(nan, np.nan, out)
+        return pa.array(out, pa.float64(), mask=none).cast(t)
+
+
+_NO_INDEX = np.zeros(0, np.int64)
+_NO_VALID = np.zeros(0, np.bool_)
+
+
+class DenseGroupSink(GroupSink):
+    """Group-by on build columns only (the star-schema query): each result row's group is the
+    code of its build row, so a chunk folds its values into per-group arrays with one kernel pass
+    per aggregate column — no hash aggregation, no Arrow tables. Chunks merge into the totals
+    under a lock as they finish (memory: O(groups) per chunk in flight)."""
+
+    def __init__(self, base: GroupSink):
+        import threading
+
+        self.__dict__.update(base.__dict__)
+        bs, aggs = self.bs, self.aggs
+
+        self.G = int(self.codes.max()) + 1
+        self.cols = list(dict.fromkeys((a.side, a.column) for a in aggs if a.column is not None))
+        self.build_vals = {}
+        for side, c in self.cols:
+            if side == "build":
+                v, valid = _numeric_build(bs.table[c])
+                self.build_vals[c] = (v, valid)
+        self._lock = threading.Lock()
+        self.rows = np.zeros(self.G, np.int64)
+        self.accs = {sc: _Acc(self.G, self._is_float(sc)) for sc in self.cols}
+
+    def _is_float(self, sc) -> bool:
+        side, c = sc
+        t = self.atypes[[(a.side, a.column) for a in self.aggs].index(sc)]
+        return pa.types.is_floating(t)
+
+    def chunk(self, ch, r, pos, grp, unmatched, whole: bool) -> None:
+        rows, brow = outer.pairs(self.bs, self.how, pos, grp, unmatched)
+        r.result_rows = rows.shape[0]
+        if rows.shape[0] == 0:
+            return
+        codes = self.codes[np.where(brow < 0, self.codes.shape[0] - 1, brow)]
+        local = {sc: _Acc(self.G, self._is_float(sc)) for sc in self.cols}
+        at = outer.AtRows(ch, rows, whole)
+        for (side, c), acc in local.items():
+            if side == "build":
+                v, valid = self.build_vals[c]
+                acc.fold(codes, v, brow, valid)
+            else:
+                v, valid, index = at.numeric(c)
+                v = _dense_values(v, valid)
+                if v is None:
+                    raise InvalidArgument(f"{c}: values beyond int64 cannot be summed per group; cast to float64")
+                acc.fold(codes, v, index, valid)
+        n = np.bincount(codes, minlength=self.G)
+        with self._lock:
+            self.rows += n
+            for sc, acc in local.items():
+                self.accs[sc].merge(acc)
+
+    def build_only(self, rows: np.ndarray) -> None:
+        if rows.shape[0] == 0:
+            return None
+        codes = self.codes[rows]
+        self.rows += np.bincount(codes, minlength=self.G)
+        for (side, c), acc in self.accs.items():
+            if side == "build":
+                v, valid = self.build_vals[c]
+                acc.fold(codes, v, rows, valid)
+        return None
+
+    def result(self, partials: list[Any]) -> pa.Table:
+        present = np.flatnonzero(self.rows)
+        fields = [pa.field(g.out, self.code_values[g.name].type) for g in self.groups]
+        fields += [pa.field(a.out, self._agg_type(a, t)) for a, t in zip(self.aggs, self.atypes)]
+        schema = pa.schema(fields)
+        cols = [self.code_values[g.name].take(pa.array(present)) for g in self.groups]
+        for a, f in zip(self.aggs, fields[len(self.groups):]):
+            if a.column is None:
+                cols.append(pa.array(self.rows[present]))
+            else:
+                cols.append(self.accs[(a.side, a.column)].final(a, present, f.type))
+        return pa.Table.from_arrays([c.cast(f.type) if c.type != f.type else c for c, f in zip(cols, schema)],
+                                    schema=schema)
+
+
+def _numeric_build(col) -> tuple[np.ndarray, np.ndarray | None]:
+    from .sources import numeric_from_arrow
+
+    v, valid = numeric_from_arrow(col)
+    out = _dense_values(v, valid)
+    if out is None:
+        raise InvalidArgument("a build column holds values beyond int64; cast it to float64 to aggregate per group")
+    return out, valid
+
+
+def make_group_sink(groups: list[OutColumn], aggs: list[Agg], bs: BuildSide, how: str,
+                    probe_schema: pa.Schema) -> GroupSink:
+    """The dense sink when every group column is a build column, there are at most
+    :data:`DENSE_GROUPS` groups and every aggregate column is numeric; else the hash sink."""
+    sink = GroupSink(groups, aggs, bs, how, probe_schema)
+    numeric = all(t is None or pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+                  for t in sink.atypes)
+    if sink.bgroups and len(sink.bgroups) == len(groups) and numeric and int(sink.codes.max()) < DENSE_GROUPS:
+        return DenseGroupSink(sink)
+    return sink

@@ -49,14 +49,14 @@ def _domains(src: ProbeSource, bschema, pkeys: list[str], bkeys: list[str]) -> l
 def _sink(how, columns, aggregates, group_by, src, bschema, pkeys, bkeys):
     """``(make_sink(build_side), build columns the sink reads)``."""
     if group_by is not None:
-        from .groupby import GroupSink
+        from .groupby import make_group_sink
 
         if aggregates is None:
             raise InvalidArgument("group_by needs aggregates= (one row per group of those values)")
         groups = parse_group_by(group_by, how, src.schema, bschema)
         aggs = parse_aggregates(aggregates, src.schema, bschema, how)
         cols = [g.name for g in groups if g.side == "build"] + [a.column for a in aggs if a.side == "build" and a.column]
-        return (lambda bs: GroupSink(groups, aggs, bs, how, src.schema)), cols
+        return (lambda bs: make_group_sink(groups, aggs, bs, how, src.schema)), cols
     if aggregates is not None:
         aggs = parse_aggregates(aggregates, src.schema, bschema, how)
         return (lambda bs: AggSink(aggs, bs, how)), [a.column for a in aggs if a.side == "build" and a.column]

@@ -7,6 +7,8 @@ build order. A build row of ``-1`` stands for "no build row" (its columns are nu
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
@@ -69,3 +71,30 @@ def take(col: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> pa.Array:
     idx = pa.array(rows, mask=rows < 0) if rows.shape[0] and rows.min() < 0 else pa.array(rows)
     out = col.take(idx)
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+
+
+class AtRows:
+    """A probe chunk's columns at the result's probe rows ``positions`` (ascending, repeated where
+    a probe row matches several build rows): each row is decoded once, then repeated by a take.
+    Cost: one pass over ``positions``; decoding scales with distinct rows, not result rows."""
+
+    def __init__(self, ch: Any, positions: np.ndarray, whole: bool):
+        self.ch, self.whole = ch, whole
+        keep = np.ones(positions.shape[0], np.bool_)
+        if positions.shape[0] > 1:
+            np.not_equal(positions[1:], positions[:-1], out=keep[1:])
+        if keep.all():
+            self.rows, self.inv = positions, None
+        else:
+            self.rows, self.inv = positions[keep], np.cumsum(keep) - 1
+
+    def arrow(self, name: str) -> pa.Array:
+        a = self.ch.arrow(name, self.rows, self.whole)
+        return a if self.inv is None else a.take(pa.array(self.inv))
+
+    def numeric(self, name: str) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
+        """As :meth:`ProbeChunk.numeric` at the result rows (``index`` maps result rows to values)."""
+        v, valid, index = self.ch.numeric(name, self.rows, self.whole)
+        if self.inv is not None:
+            index = self.inv if index is None else index[self.inv]
+        return v, valid, index

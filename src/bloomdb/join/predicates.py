@@ -9,6 +9,9 @@ is decoded only at those rows and the output columns only at the rows that pass.
 
 ``where`` filters the probe side before the join: in a right or full join a build row whose only
 matches fail the predicate comes out unmatched (SQL: joining ``(SELECT * FROM probe WHERE ...)``).
+Float comparisons order NaN above every number, as DuckDB does (``NaN > 3`` is true). A chunk whose
+min/max statistics (or a hive partition value) show that no row can pass is skipped before any
+read, in every kind of join (:meth:`Predicate.may_pass`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ _CMP = {"==": "equal", "=": "equal", "!=": "not_equal", "<": "less", "<=": "less
         ">=": "greater_equal"}
 _SETS = ("in", "not in")
 _NULLS = ("is null", "is not null")
+_PRUNABLE = ("==", "=", "<", "<=", ">", ">=", "in")
 
 
 @dataclass(frozen=True)
@@ -45,9 +49,26 @@ class Predicate:
                 out = hit if self.op == "in" else pc.and_(pc.invert(hit), arr.is_valid())
             else:
                 out = getattr(pc, _CMP[self.op])(arr, pa.scalar(self.value, arr.type) if _fits(self.value) else self.value)
+                if self.op in (">", ">=", "!=") and pa.types.is_floating(arr.type) and self.value == self.value:
+                    out = pc.or_(out, pc.is_nan(arr))  # NaN orders above every number (DuckDB)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as exc:
             raise InvalidArgument(f"where {self.column} {self.op} {self.value!r}: {exc}") from None
         return pc.fill_null(out, False).to_numpy(zero_copy_only=False)
+
+    def may_pass(self, lo: Any, hi: Any) -> bool:
+        """False only when no value in ``[lo, hi]`` (a chunk's min/max statistics, None = unknown)
+        can satisfy the predicate. Floats are never pruned (NaN is outside the statistics)."""
+        if lo is None or hi is None or self.op not in _PRUNABLE or isinstance(lo, float) or isinstance(hi, float):
+            return True
+        try:
+            if self.op in ("==", "="):
+                return lo <= self.value <= hi
+            if self.op == "in":
+                return any(lo <= v <= hi for v in self.value if v is not None)
+            return {"<": lo < self.value, "<=": lo <= self.value, ">": hi > self.value,
+                    ">=": hi >= self.value}[self.op]
+        except TypeError:  # statistics of another kind than the literal (e.g. bytes vs str): keep
+            return True
 
     def _values(self, t: pa.DataType) -> pa.Array:
         if pa.types.is_dictionary(t):
@@ -94,6 +115,11 @@ def parse_where(where: Any, schema: pa.Schema) -> list[Predicate]:
             raise InvalidArgument(f"predicate {p!r}: compare with None using 'is null'")
         out.append(Predicate(col, op, value))
     return out
+
+
+def chunk_may_pass(preds: list[Predicate], src: Any, i: int) -> bool:
+    """False when the statistics of chunk ``i`` of ``src`` prove a predicate fails on every row."""
+    return all(p.may_pass(*src.key_stats(i, p.column)) for p in preds)
 
 
 def passing(preds: list[Predicate], ch: Any, rows: np.ndarray, whole: bool) -> np.ndarray | None:

@@ -29,7 +29,8 @@ class RowSink:
         r.result_rows = ppos.shape[0]
         if ppos.shape[0] == 0:
             return
-        r.arrays = [ch.arrow(o.name, ppos, whole) if o.side == "probe" else outer.take(self.bs.table[o.name], brow)
+        at = outer.AtRows(ch, ppos, whole)
+        r.arrays = [at.arrow(o.name) if o.side == "probe" else outer.take(self.bs.table[o.name], brow)
                     for o in self.outs]
 
     def build_only(self, rows: np.ndarray) -> pa.RecordBatch | None:

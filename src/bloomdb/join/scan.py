@@ -1,7 +1,7 @@
 """The probe scan of one chunk: prune, filter, probe, apply ``where``, hand the matches to a sink.
 
-Per chunk: skip it when its key min/max (or the file's own Bloom filters) exclude every build
-key; decode the key column(s); if filtering is on for this chunk, check every key against the
+Per chunk: skip it when its min/max statistics show no row passes ``where``, or its key
+min/max (or the file's own Bloom filters) exclude every build key; decode the key column(s); if filtering is on for this chunk, check every key against the
 build side's filter (one batch kernel) and probe the hash table only for the survivors (all rows
 when off); evaluate ``where`` on the matches (or, for joins that keep unmatched probe rows, on
 every row); then the sink (:mod:`.rows`, :mod:`.aggregate`, :mod:`.groupby`) decodes the other
@@ -22,7 +22,7 @@ from .compare import KeyDomain
 from .keys import JoinKeys, combine
 from .outer import unmatched_rows
 from .plan import KEEPS_PROBE
-from .predicates import Predicate, passing
+from .predicates import Predicate, chunk_may_pass, passing
 from .sources import ProbeChunk, ProbeSource
 from .stats import ChunkResult
 
@@ -49,6 +49,9 @@ class Scanner:
     def __call__(self, i: int) -> ChunkResult:
         n = self.src.chunk_rows(i)
         r = ChunkResult(self.src.file_of(i), {}, rows=n)
+        if self.preds and not chunk_may_pass(self.preds, self.src, i):
+            r.skipped_where = True  # no row passes ``where``: nothing of this chunk is in any join
+            return r
         pruned = self._pruned(i)
         if pruned:
             r.skipped, r.skipped_bloom = pruned == "minmax", pruned == "bloom"

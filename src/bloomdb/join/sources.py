@@ -219,13 +219,16 @@ class _ParquetChunk(ProbeChunk):
         return (*numeric_from_arrow(self._col(name)), positions)
 
     def arrow(self, name, positions, whole):
+        """Numbers, dates, timestamps, strings and binary from the page reader (only the wanted
+        rows decoded when they are few), other columns from pyarrow, whole."""
         dense = whole or positions.shape[0] * DENSE > self.num_rows
-        got = self._pages(name, None if dense else positions) if dense or _ascending(positions) else None
+        got = None
+        cols = self.src.columns
+        if name not in self._cols and (dense or _ascending(positions)) and cols.supports(name, self.group):
+            got = cols.read_arrow(self.group, name, None if dense else positions)
         if got is not None:
-            values, valid = got
-            if dense:
-                values, valid = values[positions], (None if valid is None else valid[positions])
-            return pa.array(values, type=self.src.schema.field(name).type, mask=None if valid is None else ~valid)
+            self._count(name, self.num_rows if dense else positions.shape[0])
+            return got.take(pa.array(positions)) if dense else got
         return self._col(name).take(pa.array(positions))
 
 

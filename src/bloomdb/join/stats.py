@@ -18,6 +18,7 @@ class ChunkResult:
     decoded: dict[str, int]
     skipped: bool = False
     skipped_bloom: bool = False
+    skipped_where: bool = False  # statistics show no row passes ``where``
     filtered: bool = False
     rows: int = 0
     checked: int = 0
@@ -38,6 +39,7 @@ class FileStats:
     chunks: int = 0
     skipped_minmax: int = 0
     skipped_bloom: int = 0
+    skipped_where: int = 0
     rows: int = 0
     rows_decoded: dict[str, int] = field(default_factory=dict)
 
@@ -59,6 +61,7 @@ class JoinStats:
     chunks: int = 0
     chunks_skipped_minmax: int = 0
     chunks_skipped_bloom: int = 0
+    chunks_skipped_where: int = 0
     chunks_filtered: int = 0
     chunks_unfiltered: int = 0
     rows_filter_checked: int = 0
@@ -84,7 +87,8 @@ class JoinStats:
         self.probe_rows += r.rows
         self.chunks_skipped_minmax += int(r.skipped)
         self.chunks_skipped_bloom += int(r.skipped_bloom)
-        if not (r.skipped or r.skipped_bloom):
+        self.chunks_skipped_where += int(r.skipped_where)
+        if not (r.skipped or r.skipped_bloom or r.skipped_where):
             self.chunks_filtered += r.filtered
             self.chunks_unfiltered += not r.filtered
         self.rows_filter_checked += r.checked
@@ -98,6 +102,7 @@ class JoinStats:
         f.rows += r.rows
         f.skipped_minmax += int(r.skipped)
         f.skipped_bloom += int(r.skipped_bloom)
+        f.skipped_where += int(r.skipped_where)
         for k, v in r.decoded.items():
             self.rows_decoded[k] = self.rows_decoded.get(k, 0) + v
             f.rows_decoded[k] = f.rows_decoded.get(k, 0) + v
@@ -116,7 +121,7 @@ class JoinStats:
             f"  filter: {self.filter or 'none'}"
             + (f" ({self.filter_bytes:,} bytes, ~{100 * self.filter_estimated_fpr:.2f}% FP expected)" if self.filter else ""),
             f"  scan: {self.chunks} chunks ({self.chunks_skipped_minmax} skipped by min/max, {self.chunks_skipped_bloom}"
-            f" by the file's Bloom filters, {self.chunks_filtered} filtered,"
+            f" by the file's Bloom filters, {self.chunks_skipped_where} by where, {self.chunks_filtered} filtered,"
             f" {self.chunks_unfiltered} unfiltered), {self.probe_rows:,} rows, {self.probe_seconds * 1e3:.1f} ms",
             f"  filter: checked {self.rows_filter_checked:,} rows, rejected {self.rows_rejected_by_filter:,}"
             f" ({100 * self.rejection_rate:.1f}%); hash table probed {self.rows_probed:,} rows,"
@@ -128,7 +133,7 @@ class JoinStats:
         if len(self.files) > 1:
             for name, f in self.files.items():
                 lines.append(f"  {name}: {f.chunks} chunks, {f.skipped_minmax} skipped by min/max, {f.skipped_bloom} by"
-                             f" Bloom, {f.rows:,} rows; decoded " + (", ".join(f"{k} {v:,}" for k, v in
+                             f" Bloom, {f.skipped_where} by where, {f.rows:,} rows; decoded " + (", ".join(f"{k} {v:,}" for k, v in
                                                                            f.rows_decoded.items()) or "nothing"))
         if self.transitions:
             lines.append("  filter switched: " + ", ".join(

@@ -554,7 +554,8 @@ class DB:
         """Counters and shape: filter checks / useful (rejections) / positives / true positives,
         damaged filters, data blocks read, block-cache hits, tables and bytes per level, write
         amplification (table bytes written / user bytes logged), read amplification (data blocks
-        read per lookup that found its key) and the memory held by filters (read so far, with
+        read per key looked up in the tables: ~1 for present keys, ~the false-positive rate for
+        absent ones) and the memory held by filters (read so far, with
         their copies in the probe directory) and by the tables' indexes."""
         mem, imm, ver = self._state
         counters = self._probe_base.copy()
@@ -584,7 +585,8 @@ class DB:
             "filter_bytes": sum(r.table.filter_bytes for r in refs),
             "compactions": st["compactions"],
             "write_amplification": (st["bytes_flushed"] + st["bytes_compacted"]) / logged if wal_bytes else 0.0,
-            "read_amplification": rd.blocks_read / max(1, rd.true_positive),
+            "table_lookups": rd.lookups,
+            "read_amplification": rd.blocks_read / max(1, rd.lookups),
             "filter_memory_bytes": held[0],
             "index_memory_bytes": held[1],
             "memtable_entries": len(mem) + (len(imm) if imm is not None else 0),

@@ -7,8 +7,8 @@ and ``refresh_probe()`` (:class:`bloomdb.lsm.version.Version`). The kernel's ans
 is a slot to read, ``-1`` (no table may hold it) or ``-slot - 2``: Python decides for that slot
 first (a filter to load on its first lookup, :meth:`.directory.Directory.check_many`).
 
-:class:`Reads` keeps the read counters :meth:`DB.stats` reports (data blocks read, lookups that
-found the key, filter checks made in Python). Cost per key: one kernel call, plus one data block
+:class:`Reads` keeps the read counters :meth:`DB.stats` reports (lookups that reached the tables,
+data blocks read, lookups that found the key, filter checks made in Python). Cost per key: one kernel call, plus one data block
 per table whose filter said "may contain".
 """
 
@@ -24,9 +24,10 @@ from . import _probe_kernels as K
 class Reads:
     """Table reads of one store and their counters."""
 
-    __slots__ = ("blocks_read", "true_positive", "checks", "useful", "positive")
+    __slots__ = ("lookups", "blocks_read", "true_positive", "checks", "useful", "positive")
 
     def __init__(self):
+        self.lookups = 0  # keys looked up in the tables (the memtables did not answer)
         self.blocks_read = 0  # plain attributes, not counters: they are updated on every read
         self.true_positive = 0
         self.checks = self.useful = self.positive = 0  # filter checks answered in Python
@@ -34,6 +35,7 @@ class Reads:
     def get(self, ver, key: bytes, snap: int):
         """``key``'s newest entry visible at ``snap`` in ``ver``'s tables: its value, DELETED or
         MISSING. One kernel call, then one data block per table the filters let through."""
+        self.lookups += 1
         p = ver._probe or ver.probe()
         s = K.probe(p[0], key, 0)
         if s == -1:
@@ -81,6 +83,7 @@ class Reads:
     def get_many(self, ver, keys: list[bytes], snap: int, out: list, todo) -> None:
         """Set ``out[todo[j]]`` to the value of ``keys[j]`` for every key found with a value.
         The filter checks of the whole batch are one kernel call (one hash per key)."""
+        self.lookups += len(keys)
         data, offsets = pack_bytes(keys)
         slots = np.empty(len(keys), np.int64)
         p = ver._probe or ver.probe()

@@ -63,7 +63,6 @@ class Table:
         self.min_key = self.meta.min_key
         self.max_key = self.meta.max_key
         self._checked = np.zeros(len(self.offsets), np.uint8)  # 1: block's CRC checked, raw
-        self._index = TK.index_array(self.last_keys, self.offsets, self.sizes)
         self._cache = cache
         self._filter = None
         self._filter_loaded = False
@@ -71,19 +70,38 @@ class Table:
         self.partitions = None
         self._lock = threading.Lock()
 
-    def _parse_index(self, b: bytes) -> None:
-        try:
-            (n,) = struct.unpack_from("<I", b, 0)
-            keys, offs, sizes, p = _parse_handles(b, 4, n)
-            if p != len(b) or n != self.meta.num_blocks or n == 0:
-                raise ValueError("index does not match the meta block")
-        except (struct.error, ValueError) as e:
-            raise CorruptionError(f"malformed index block: {e}", self.path) from None
-        if any(keys[i] > keys[i + 1] for i in range(n - 1)) or keys[-1] != self.meta.max_key:
+    def _parse_index(self, b) -> None:
+        """Read the index block in one kernel pass (:func:`_table_kernels.parse_index`): the
+        kernel's index array, the blocks' offsets and sizes; the last keys as bytes are made on
+        first use (:attr:`last_keys`). Cost at open: O(blocks) in numba, no Python object per
+        block but two ints."""
+        arr = np.frombuffer(b, np.uint8)
+        if arr.shape[0] < 4:
+            raise CorruptionError("malformed index block: too short", self.path)
+        (n,) = struct.unpack_from("<I", b, 0)
+        index, end = TK.parse_index(arr, 4, n)
+        if end == -2:
             raise CorruptionError("index keys out of order", self.path)
-        self.last_keys = keys
-        self.offsets = offs
-        self.sizes = sizes
+        if end != len(arr) or n != self.meta.num_blocks or n == 0:
+            raise CorruptionError("malformed index block: index does not match the meta block", self.path)
+        e = index[1 : 1 + 6 * n].reshape(n, 6)
+        last = index.view(np.uint8)[e[-1, 2] : e[-1, 2] + e[-1, 3]].tobytes()
+        if last != self.meta.max_key:
+            raise CorruptionError("index keys out of order", self.path)
+        self._index = index
+        self.offsets = e[:, 4].tolist()
+        self.sizes = e[:, 5].tolist()
+        self._last_keys = None
+
+    @property
+    def last_keys(self) -> list[bytes]:
+        """Each data block's last key (made from the index array on first use)."""
+        keys = self._last_keys
+        if keys is None:
+            raw = self._index.view(np.uint8).tobytes()
+            e = self._index[1 : 1 + 6 * len(self.offsets)].reshape(-1, 6)
+            keys = self._last_keys = [raw[o : o + n] for o, n in zip(e[:, 2].tolist(), e[:, 3].tolist())]
+        return keys
 
     # -- filter -------------------------------------------------------------------------------
     def filter(self):
@@ -163,7 +181,8 @@ class Table:
     def index_memory(self) -> int:
         """Bytes the index holds in memory: the kernel's index array, the last keys, the
         per-block checked flags."""
-        return self._index.nbytes + sum(map(len, self.last_keys)) + self._checked.nbytes
+        keys = self._last_keys
+        return self._index.nbytes + self._checked.nbytes + (sum(map(len, keys)) if keys is not None else 0)
 
     # -- blocks -------------------------------------------------------------------------------
     def block(self, i: int):
