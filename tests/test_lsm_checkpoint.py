@@ -7,13 +7,13 @@ import errno
 import os
 import random
 import shutil
-import signal
 import struct
 import threading
 import time
 
 import pytest
 
+from bloomdb.bench.stress import run_and_kill
 from bloomdb.errors import InvalidArgument, StoreClosed, StoreReadOnly
 from bloomdb.lsm import DB, Options
 from bloomdb.lsm.fs import FaultyFS, RealFS
@@ -182,19 +182,7 @@ def test_sigkill_while_checkpointing(tmp_path, seed):
         db.flush()
         db.checkpoint(os.path.join(root, "warm"))
     shutil.rmtree(os.path.join(root, "warm"))
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover
-        os.close(r)
-        _checkpointing_child(src, root, w)
-    os.close(w)
-    time.sleep(random.Random(seed).uniform(0.5, 1.5))
-    os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)
-    data = b""
-    while chunk := os.read(r, 1 << 16):
-        data += chunk
-    os.close(r)
+    data = run_and_kill(lambda w: _checkpointing_child(src, root, w), random.Random(seed).uniform(0.5, 1.5))
     done = dict(struct.iter_unpack("<II", data))
     assert done, "the child finished no checkpoint (machine too loaded?)"
     folders = sorted(n for n in os.listdir(root) if not n.endswith(".tmp"))
