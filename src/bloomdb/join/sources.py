@@ -50,6 +50,9 @@ class ProbeChunk:
     """One chunk of the probe side. ``whole=True`` decodes a column entirely, then gathers."""
 
     num_rows: int
+    #: whether decoding at repeated positions costs no more than a gather of decoded rows (then a
+    #: probe row matching several build rows is decoded once per match; else once, then repeated)
+    gathers_repeats = True
 
     def __init__(self) -> None:
         self.decoded: dict[str, int] = {}
@@ -175,6 +178,8 @@ class ColumnarSource(ProbeSource):
 class _ParquetChunk(ProbeChunk):
     """One row group. Fixed-width flat columns are read by :class:`bloomdb.parquet.ParquetColumns`
     (pages walked, only the wanted rows decoded); other columns by pyarrow, whole."""
+
+    gathers_repeats = False  # page decoding: each wanted row once, then repeated
 
     def __init__(self, src: "ParquetSource", group: int):
         super().__init__()
