@@ -244,6 +244,39 @@ def test_cuckoo_parameters():
     assert num_buckets_for(8) == 4  # 100% of 2 buckets is above the small-table limit
 
 
+def _cuckoo_bytes_with_kicks(f: CuckooFilter, kicks: int) -> bytes:
+    """``f`` saved as a writer whose relocation limit was ``kicks`` would have saved it."""
+    from bloomdb.filters import format as fmt
+    from bloomdb.filters.cuckoo import _PARAMS
+
+    env = fmt.decode(f.to_bytes())
+    capacity, nb, fbits, slots, _ = _PARAMS.unpack(env.params)
+    params = _PARAMS.pack(capacity, nb, fbits, slots, kicks)
+    return fmt.encode(env.family_tag, env.family_version, params, env.count, f._payload())
+
+
+def test_cuckoo_reads_filters_saved_with_the_old_relocation_limit():
+    f = filters.create("cuckoo:12", capacity=5000)
+    keys = make_keys(4000)
+    f.add_many(keys)
+    old = filters.from_bytes(_cuckoo_bytes_with_kicks(f, 500))  # written before the limit was 2000
+    assert old.might_contain_many(keys).all() and old.count == 4000
+    old.add_many(make_keys(500, seed=9))
+    with pytest.raises(errors.CorruptionError):
+        filters.from_bytes(_cuckoo_bytes_with_kicks(f, 499))
+
+
+def test_cuckoo_capacity_fits_with_a_margin():
+    # 2^16 buckets at 95.4% load when full; with 500 relocations the first failure came as low as
+    # 95.3% of the slots on larger tables. Today's limit fills well past capacity.
+    f = filters.create("cuckoo:12", capacity=250_000)
+    assert f.num_buckets == 65_536
+    keys = make_keys(280_000, seed=4)
+    with pytest.raises(errors.FilterFull) as exc:
+        f.add_many(keys)
+    assert exc.value.added >= 250_000 * 1.012  # about 96.5% of the slots or more
+
+
 # ---- false-positive rates against the formulas ------------------------------------------------
 
 def test_cuckoo_formula_anchors():

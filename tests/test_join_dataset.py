@@ -71,12 +71,14 @@ def _inputs(data):
     }
 
 
-@pytest.mark.parametrize("kind", ["folder", "glob", "list", "hive", "dataset", "reader"])
+@pytest.mark.parametrize("kind", ["folder", "glob", "list", "hive", "dataset", "reader", "memory_dataset"])
 @pytest.mark.parametrize("how", ["inner", "left", "semi", "anti"])
 def test_every_input_matches_duckdb(data, kind, how):
     t, build = data["table"], data["build"]
     if kind == "reader":
         probe = pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=777))
+    elif kind == "memory_dataset":  # not a set of local files: read as a stream of batches
+        probe = ds.dataset(t)
     else:
         probe = _inputs(data)[kind]
     cols = ["k", "v", "w"] if how in ("inner", "left") else ["k", "v"]
@@ -141,3 +143,24 @@ def test_bad_dataset_inputs(tmp_path, data):
     hash_join(reader, data["build"], on="k", aggregates=["count(*)"])
     with pytest.raises(InvalidArgument):
         hash_join(reader, data["build"], on="k", aggregates=["count(*)"])  # consumed
+
+
+def test_stream_reads_its_input_as_it_goes():
+    """stream=True returns batches while the probe is still being read: a result larger than
+    memory never sits in RAM (at most a few chunks are scanned ahead of the reader)."""
+    schema = pa.schema([("k", pa.int64()), ("v", pa.int64())])
+    pulled = []
+
+    def batches():
+        for i in range(200):
+            pulled.append(i)
+            yield pa.record_batch([pa.array(np.arange(i * 100, (i + 1) * 100)), pa.array(np.full(100, i))],
+                                  schema=schema)
+
+    build = pa.table({"k": np.arange(0, 20_000, 3)})
+    reader = hash_join(pa.RecordBatchReader.from_batches(schema, batches()), build, on="k", how="left", stream=True,
+                       threads=2, chunk_rows=100)
+    first = reader.read_next_batch()
+    assert first.num_rows == 100 and len(pulled) < 20
+    rest = sum(b.num_rows for b in reader)
+    assert first.num_rows + rest == 20_000 and len(pulled) == 200

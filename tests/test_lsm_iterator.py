@@ -19,6 +19,7 @@ import pytest
 
 from bloomdb.errors import InvalidArgument
 from bloomdb.lsm import DB, iterator as lsm_iterator
+from bloomdb.lsm.prefix import CappedPrefix, FixedPrefix
 
 from lsm_helpers import small_options
 
@@ -183,9 +184,9 @@ def _delete_range(lb, model: dict, a: bytes, b: bytes) -> None:
         del model[k]
 
 
-def _differential(path, seed: int, rounds: int, ops: int, iterators: int, steps: int) -> None:
+def _differential(path, seed: int, rounds: int, ops: int, iterators: int, steps: int, **opt) -> None:
     rng = random.Random(seed)
-    opts = small_options(background_compaction=False)
+    opts = small_options(background_compaction=False, **opt)
     db = DB.open(str(path / "ours"), opts)
     ldb = plyvel.DB(str(path / "leveldb"), create_if_missing=True)
     model: dict[bytes, bytes] = {}
@@ -254,6 +255,12 @@ def _differential(path, seed: int, rounds: int, ops: int, iterators: int, steps:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_iterators_match_leveldb(tmp_path, seed):
     _differential(tmp_path, seed, rounds=6, ops=400, iterators=25, steps=30)
+
+
+@pytest.mark.parametrize("extractor", [FixedPrefix(2), CappedPrefix(1), lambda k: k[:1]])
+def test_iterators_match_leveldb_with_prefix_filters(tmp_path, extractor):
+    """Prefix filters (tables skipped by ``iterator(prefix=)``) change no answer."""
+    _differential(tmp_path, 4, rounds=5, ops=400, iterators=25, steps=30, prefix_extractor=extractor)
 
 
 @pytest.mark.slow

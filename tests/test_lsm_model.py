@@ -31,6 +31,13 @@ def test_model_compressed_and_other_filters(tmp_path):
                background_compaction=False)
 
 
+def test_model_with_prefix_filters(tmp_path):
+    from bloomdb.lsm.prefix import CappedPrefix, FixedPrefix
+
+    _run_model(str(tmp_path / "f"), 4000, seed=12, prefix_extractor=FixedPrefix(5), background_compaction=False)
+    _run_model(str(tmp_path / "c"), 3000, seed=13, prefix_extractor=CappedPrefix(6), whole_key_filtering=False)
+
+
 @pytest.mark.slow
 def test_model_large(tmp_path):
     _run_model(str(tmp_path / "db"), 50000, seed=11)

@@ -21,12 +21,30 @@ def test_db_bench_all_phases_and_peers(tmp_path):
     assert next(p for p in runs[0].results if p.phase == "coldmissing-first1k").ops == 1000
     for peer, mod in (("leveldb", "plyvel"), ("rocksdb", "rocksdict")):
         pytest.importorskip(mod)
-        runs.append(db_bench.run_engine(peer, ["fillbatch", "overwrite", "readmissing", "scan", "coldmissing"], 3000,
+        runs.append(db_bench.run_engine(peer, ["fillbatch", "overwrite", "readmissing", "scan", "coldmissing", "seekprefix"], 3000,
                                         None, False, str(tmp_path)))
         assert next(p for p in runs[-1].results if p.phase == "scan").ops == 3000
     text = db_bench.format_runs(runs)
     assert "ratio bloomdb / leveldb" in text and "readmissing" in text and "coldmissing-first1k" in text
     assert "memory held by filters" in text
+    assert "seekprefix" in text and st["seekprefix_checks"] >= st["seekprefix_skips"] > 0
+
+
+@pytest.mark.parametrize("engine,mod", [("bloomdb", "bloomdb"), ("leveldb", "plyvel"), ("rocksdb", "rocksdict")])
+def test_db_bench_prefix_seeks_read_the_same_entries(tmp_path, engine, mod):
+    """Every engine's ``seek_prefix`` (the seekprefix phase's op) reads the same entries."""
+    pytest.importorskip(mod)
+    db = db_bench.ENGINES[engine](str(tmp_path / engine), "blocked:10", None, prefix=db_bench.PREFIX)
+    try:
+        keys, shuffled, _, values = db_bench.make_keys(3000)
+        db_bench._batches(db.write_batch, shuffled, values, None)
+        db.settle()
+        p = keys[1234][: db_bench.PREFIX]
+        assert db.seek_prefix(p) == db_bench.SEEK_NEXTS  # 100 keys have it
+        assert db.seek_prefix(p[:-1] + b".") == 0
+        assert db.seek_prefix(b"%014d" % 29) == db_bench.SEEK_NEXTS and db.seek_prefix(b"%014d" % 30) == 0
+    finally:
+        db.close()
 
 
 def test_db_stress_finds_no_divergence(tmp_path):

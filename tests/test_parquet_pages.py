@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 from bloomdb.errors import CorruptionError, InvalidArgument
 from bloomdb.parquet import ParquetColumns
+
+from parquet_helpers import flipped_copy
 from bloomdb.parquet import _header_kernels as H
 from bloomdb.parquet import _snappy_kernels as S
 
@@ -126,8 +128,7 @@ def test_reference_files(name):
         pytest.skip(f"reference vectors not found at {VECTORS} (shared/ beside the checkout)")
     pf = pq.ParquetFile(path)
     with ParquetColumns(path) as pc:
-        assert not pc.supports("s")  # strings go to pyarrow
-        assert pc.read(0, "s") is None
+        assert pc.supports("s") and pc.read(0, "s") is None  # strings: read_arrow, not read
         for g in range(pf.metadata.num_row_groups):
             values, valid = pc.read(g, "k")
             want = pf.read_row_group(g, columns=["k"]).column(0).to_numpy()
@@ -140,9 +141,12 @@ def test_unsupported_encodings_and_types_return_none(tmp_path):
     p = tmp_path / "u.parquet"
     pq.write_table(t, p, use_dictionary=False, column_encoding={"d": "DELTA_BINARY_PACKED"})
     with ParquetColumns(p) as pc:
-        assert pc.supports("d")  # by type; the encoding is only seen in the pages
-        assert pc.read(0, "d") is None
-        assert not pc.supports("s") and not pc.supports("l.list.element") and not pc.supports("ts")
+        assert pc.supports("d")
+        values, valid = pc.read(0, "d")  # DELTA_BINARY_PACKED (declined before)
+        assert valid is None and np.array_equal(values, np.arange(1000))
+        assert not pc.supports("l.list.element") and not pc.supports("l")  # nested: declined
+        assert pc.read(0, "l.list.element") is None and pc.read_arrow(0, "l") is None
+        assert pc.supports("s") and pc.supports("ts")  # strings (read_arrow) and timestamps
         with pytest.raises(InvalidArgument):
             pc.read(0, "nope")
         with pytest.raises(InvalidArgument):
@@ -174,15 +178,8 @@ def test_flipped_bytes_never_crash(tmp_path, data):
     if not p.exists():
         t = _table(2000, 4, True, low_cardinality=True)
         pq.write_table(t, p, row_group_size=2000, data_page_size=1024, compression="snappy")
-    raw = bytearray(p.read_bytes())
-    md = pq.ParquetFile(p).metadata
-    c = md.row_group(0).column(data.draw(st.integers(0, md.num_columns - 1)))
-    start = c.dictionary_page_offset if c.has_dictionary_page else c.data_page_offset
-    for _ in range(data.draw(st.integers(1, 4))):
-        at = data.draw(st.integers(start, start + c.total_compressed_size - 1))
-        raw[at] ^= data.draw(st.integers(1, 255))
     q = tmp_path / "g.parquet"
-    q.write_bytes(bytes(raw))
+    md, c = flipped_copy(p, q, data)
     with ParquetColumns(q, metadata=md) as pc:
         for positions in (None, np.array([0, 999, 1999])):
             try:
@@ -436,3 +433,18 @@ def test_bit_packed_definition_levels_are_declined(tmp_path):
     with ParquetColumns(q) as pc:
         assert pc.read(0, "x") is None
         assert pc.read(0, "x", np.array([0, 2])) is None
+
+
+@pytest.mark.parametrize("dictionary", [False, True])
+def test_repeated_positions_spanning_a_page(tmp_path, dictionary):
+    """Ascending positions with repeats whose count equals the page's rows and whose ends are
+    the page's first and last rows are not the whole page (the one-copy and whole-page paths
+    took them for it and returned rows 0..n-1)."""
+    n = 40
+    p = tmp_path / "rep.parquet"
+    pq.write_table(pa.table({"k": np.arange(n, dtype=np.int64) * 3}), p, use_dictionary=dictionary)
+    positions = np.array([0, 0] + list(range(2, n - 1)) + [n - 1], dtype=np.int64)
+    assert positions.shape[0] == n
+    with ParquetColumns(p) as pc:
+        values, valid = pc.read(0, "k", positions)
+    assert valid is None and np.array_equal(values, positions * 3)

@@ -16,7 +16,13 @@ order, in the same process):
   (absent) keys; the time includes the open and every first-read cost (filters and indexes read
   lazily). The files stay in the OS page cache: "cold" means a fresh process-level store, as a
   user opening a store meets it. A ``...-first1k`` row gives the open plus the first 1000 gets;
-* ``mgetmissing``: ``multi_get`` of the absent keys in batches of 1000 (bloomdb only).
+* ``mgetmissing``: ``multi_get`` of the absent keys in batches of 1000 (bloomdb only);
+* ``seekprefix``: a store of its own, filled (untimed) in batches and flushed, under a ``PREFIX``-byte fixed
+  prefix extractor (bloomdb ``FixedPrefix``, RocksDB ``SliceTransform.create_fixed_prefix``;
+  LevelDB has none), then N/10 prefix seeks reading up to ``SEEK_NEXTS`` entries each, half on
+  present prefixes and half on absent ones (13 digits and ``"."``: inside every table's key
+  range, so only prefix filters can skip a table). bloomdb: ``iterator(prefix=p)``; RocksDB:
+  ``prefix_same_as_start`` iterator ``seek(p)``; LevelDB: ``iterator(prefix=p)``.
 
 Engines run interleaved (each phase on every engine before the next phase), so a change in the
 machine's load hits them alike; each row gives wall time and this process's CPU time (all its
@@ -27,6 +33,7 @@ bloomdb's background compactions (untimed); LevelDB and RocksDB compact in their
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import shutil
@@ -36,7 +43,11 @@ from dataclasses import dataclass, field
 
 PHASES = ("fillseq", "fillbatch", "fillrandom", "overwrite", "readrandom", "readmissing", "readmixed", "scan",
           "coldrandom", "coldmissing")
-EXTRA_PHASES = ("mgetmissing",)
+EXTRA_PHASES = ("mgetmissing", "seekprefix")
+#: ``seekprefix``: the fixed prefix length of its store's prefix extractor (100 keys per prefix)
+PREFIX = 14
+#: ``seekprefix``: entries read per seek at most (RocksDB db_bench's ``seek_nexts``)
+SEEK_NEXTS = 10
 BATCH = 1000
 VALUE_SIZE = 100
 
@@ -72,11 +83,12 @@ class EngineRun:
 class _Bloomdb:
     name = "bloomdb"
 
-    def __init__(self, path, filter_spec, compression=None):
-        from ..lsm import DB, Options
+    def __init__(self, path, filter_spec, compression=None, prefix=None):
+        from ..lsm import DB, FixedPrefix, Options
         from ..lsm.fs import RealFS
 
-        self.db = DB.open(path, Options(filter=filter_spec, compression=compression, fs=RealFS()))
+        self.db = DB.open(path, Options(filter=filter_spec, compression=compression, fs=RealFS(),
+                                        prefix_extractor=None if prefix is None else FixedPrefix(prefix)))
         self.get = self.db.get
         self.put = self.db.put
 
@@ -99,6 +111,10 @@ class _Bloomdb:
 
     def multi_get(self, keys):
         return self.db.multi_get(keys)
+
+    def seek_prefix(self, p):
+        with self.db.iterator(prefix=p) as it:
+            return sum(1 for _ in itertools.islice(it, SEEK_NEXTS))
 
     def close(self):
         self.db.close()
@@ -129,7 +145,7 @@ class _Peer:
 class _LevelDB(_Peer):
     name = "leveldb"
 
-    def __init__(self, path, filter_spec, compression=None):
+    def __init__(self, path, filter_spec, compression=None, prefix=None):
         import plyvel
 
         self.db = plyvel.DB(path, create_if_missing=True, bloom_filter_bits=10,
@@ -145,15 +161,26 @@ class _LevelDB(_Peer):
     def _iterate(self):
         return self.db.iterator()
 
+    def seek_prefix(self, p):
+        it = self.db.iterator(prefix=p)
+        try:
+            return sum(1 for _ in itertools.islice(it, SEEK_NEXTS))
+        finally:
+            it.close()
+
 
 class _RocksDB(_Peer):
     name = "rocksdb"
 
-    def __init__(self, path, filter_spec, compression=None):
-        from rocksdict import BlockBasedOptions, Options, Rdict
+    def __init__(self, path, filter_spec, compression=None, prefix=None):
+        from rocksdict import BlockBasedOptions, Options, Rdict, ReadOptions, SliceTransform
 
         o = Options(raw_mode=True)
         o.create_if_missing(True)
+        if prefix is not None:  # prefix Bloom filters (whole-key filters stay on, as in bloomdb)
+            o.set_prefix_extractor(SliceTransform.create_fixed_prefix(prefix))
+        self._ro = ReadOptions()
+        self._ro.set_prefix_same_as_start(True)
         b = BlockBasedOptions()
         b.set_bloom_filter(10, False)
         o.set_block_based_table_factory(b)
@@ -171,6 +198,15 @@ class _RocksDB(_Peer):
 
     def _iterate(self):
         return self.db.items()
+
+    def seek_prefix(self, p):
+        it = self.db.iter(self._ro)
+        it.seek(p)
+        c = 0
+        while c < SEEK_NEXTS and it.valid() and it.key().startswith(p):
+            c += 1
+            it.next()
+        return c
 
 
 ENGINES = {"bloomdb": _Bloomdb, "leveldb": _LevelDB, "rocksdb": _RocksDB}
@@ -266,6 +302,7 @@ class _Runner:
         self.run = EngineRun(engine)
         self.db = None
         self.path = None
+        self.prefix_stats = None
 
     def _record(self, phase, ops, t, c):
         self.run.results.append(PhaseResult(self.engine, phase, ops, time.perf_counter() - t, time.process_time() - c))
@@ -332,6 +369,8 @@ class _Runner:
             self._record(phase, ops, t, c)
         elif phase in ("coldrandom", "coldmissing"):
             self._cold(phase, shuffled if phase == "coldrandom" else missing)
+        elif phase == "seekprefix":
+            self._seekprefix()
         elif phase == "mgetmissing":
             if db.multi_get is not None:
                 batches = [missing[s : s + BATCH] for s in range(0, n, BATCH)]
@@ -339,10 +378,30 @@ class _Runner:
         else:
             raise ValueError(f"unknown phase {phase!r}")
 
+    def _seekprefix(self) -> None:
+        """Its own store under a prefix extractor, filled untimed; then the timed prefix seeks."""
+        db = self.cls(os.path.join(self.root, "seekprefix"), self.spec, self.compression, prefix=PREFIX)
+        try:
+            _batches(db.write_batch, self.shuffled, self.values, None)
+            if callable(getattr(db.db, "flush", None)):  # bloomdb, RocksDB: every key in a table (LevelDB: no API)
+                db.db.flush()
+            db.settle()
+            m = max(1, self.n // 10)
+            sh = self.shuffled
+            prefixes = [sh[i][:PREFIX] if i & 1 else sh[i][: PREFIX - 1] + b"." for i in range(m)]
+            self._timed("seekprefix", lambda bar: _timed_loop(db.seek_prefix, prefixes, bar), m)
+        finally:
+            if self.engine == "bloomdb":
+                st = db.db.stats()
+                self.prefix_stats = (st["prefix_checks"], st["prefix_skips"])
+            db.close()
+
     def close(self) -> EngineRun:
         try:
             if self.engine == "bloomdb" and self.db is not None:
                 self.run.stats = self.db.db.stats()
+                if self.prefix_stats is not None:
+                    self.run.stats["seekprefix_checks"], self.run.stats["seekprefix_skips"] = self.prefix_stats
         finally:
             if self.db is not None:
                 self.db.close()
@@ -402,4 +461,7 @@ def format_runs(runs: list[EngineRun]) -> str:
                      f"memory held by filters {s['filter_memory_bytes']:,} B, by indexes {s['index_memory_bytes']:,} B")
         lines.append(f"bloomdb tables per level {s['tables_per_level']}, write amplification "
                      f"{s['write_amplification']:.2f}")
+        if "seekprefix_checks" in s:
+            lines.append(f"bloomdb seekprefix: {s['seekprefix_skips']:,} of {s['seekprefix_checks']:,} table reads "
+                         "skipped by prefix filters")
     return "\n".join(lines)

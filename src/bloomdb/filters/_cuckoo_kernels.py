@@ -13,7 +13,7 @@ For a key with 64-bit hash ``h``:
   depends on the tag only is an involution, and ``o(t) != 0`` keeps the two buckets distinct
   (the reference implementation lets them coincide, which halves the room of those keys).
 
-Insertion tries both buckets, then relocates up to ``MAX_KICKS`` = 500 tags, choosing the evicted
+Insertion tries both buckets, then relocates up to ``MAX_KICKS`` = 2000 tags, choosing the evicted
 slot with a xorshift generator seeded by the key's hash (deterministic). If no room is found the
 kick chain is undone in reverse, so the table is exactly as before and the kernel reports failure.
 Kernels never raise.
@@ -33,7 +33,7 @@ from numba import njit
 
 from .._intrinsics import atomic_add, fenced_load, prefetch
 
-MAX_KICKS = 500
+MAX_KICKS = 2000
 #: Keys between computing a key's buckets and touching them (prefetched meanwhile).
 AHEAD = 8
 
@@ -103,7 +103,7 @@ def insert_tag(buf, f, nb, i1, tag, seed, path):
     """Place ``tag`` in bucket ``i1`` or its alternate, relocating others if needed.
 
     ``path`` (int64, at least MAX_KICKS) records the slots of the kick chain so it can be undone.
-    Returns False, with the table exactly as before, when 500 kicks found no room.
+    Returns False, with the table exactly as before, when MAX_KICKS kicks found no room.
     """
     i2 = alt_of(i1, tag, nb)
     s = find_slot(buf, f, i1, np.uint64(0))

@@ -81,6 +81,7 @@ class _ConstChunk(ProbeChunk):
 
     def __init__(self, inner: ProbeChunk, consts: dict[str, pa.Scalar]):
         self.inner, self.consts = inner, consts
+        self.gathers_repeats = inner.gathers_repeats
         self.decoded = inner.decoded
         self.num_rows = inner.num_rows
 

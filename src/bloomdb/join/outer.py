@@ -75,11 +75,16 @@ def take(col: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> pa.Array:
 
 class AtRows:
     """A probe chunk's columns at the result's probe rows ``positions`` (ascending, repeated where
-    a probe row matches several build rows): each row is decoded once, then repeated by a take.
-    Cost: one pass over ``positions``; decoding scales with distinct rows, not result rows."""
+    a probe row matches several build rows). Unless the chunk gathers repeated positions as
+    cheaply as Arrow's take (``ProbeChunk.gathers_repeats``: columnar and in-memory chunks do),
+    each row is decoded once, then repeated by a take (Parquet pages). Cost: one pass over
+    ``positions``; decoding then scales with distinct rows, not result rows."""
 
     def __init__(self, ch: Any, positions: np.ndarray, whole: bool):
         self.ch, self.whole = ch, whole
+        if ch.gathers_repeats:
+            self.rows, self.inv = positions, None
+            return
         keep = np.ones(positions.shape[0], np.bool_)
         if positions.shape[0] > 1:
             np.not_equal(positions[1:], positions[:-1], out=keep[1:])

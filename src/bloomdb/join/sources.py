@@ -50,6 +50,9 @@ class ProbeChunk:
     """One chunk of the probe side. ``whole=True`` decodes a column entirely, then gathers."""
 
     num_rows: int
+    #: whether decoding at repeated positions costs no more than a gather of decoded rows (then a
+    #: probe row matching several build rows is decoded once per match; else once, then repeated)
+    gathers_repeats = True
 
     def __init__(self) -> None:
         self.decoded: dict[str, int] = {}
@@ -176,6 +179,8 @@ class _ParquetChunk(ProbeChunk):
     """One row group. Fixed-width flat columns are read by :class:`bloomdb.parquet.ParquetColumns`
     (pages walked, only the wanted rows decoded); other columns by pyarrow, whole."""
 
+    gathers_repeats = False  # page decoding: each wanted row once, then repeated
+
     def __init__(self, src: "ParquetSource", group: int):
         super().__init__()
         self.src, self.group = src, group
@@ -219,13 +224,16 @@ class _ParquetChunk(ProbeChunk):
         return (*numeric_from_arrow(self._col(name)), positions)
 
     def arrow(self, name, positions, whole):
+        """Numbers, dates, timestamps, strings and binary from the page reader (only the wanted
+        rows decoded when they are few), other columns from pyarrow, whole."""
         dense = whole or positions.shape[0] * DENSE > self.num_rows
-        got = self._pages(name, None if dense else positions) if dense or _ascending(positions) else None
+        got = None
+        cols = self.src.columns
+        if name not in self._cols and (dense or _ascending(positions)) and cols.supports(name, self.group):
+            got = cols.read_arrow(self.group, name, None if dense else positions)
         if got is not None:
-            values, valid = got
-            if dense:
-                values, valid = values[positions], (None if valid is None else valid[positions])
-            return pa.array(values, type=self.src.schema.field(name).type, mask=None if valid is None else ~valid)
+            self._count(name, self.num_rows if dense else positions.shape[0])
+            return got.take(pa.array(positions)) if dense else got
         return self._col(name).take(pa.array(positions))
 
 

@@ -11,6 +11,7 @@ kernel call) instead of one block read per table. See :class:`DB` and :class:`Op
 
 from .db import DB, Snapshot, WriteBatch
 from .options import Options
+from .prefix import CappedPrefix, FixedPrefix
 from .repairdb import RepairReport, repair
 
-__all__ = ["DB", "Options", "WriteBatch", "Snapshot", "repair", "RepairReport"]
+__all__ = ["DB", "Options", "WriteBatch", "Snapshot", "repair", "RepairReport", "FixedPrefix", "CappedPrefix"]

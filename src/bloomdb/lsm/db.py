@@ -491,7 +491,9 @@ class DB:
                 raise IteratorClosed(f"{self.path}: the store is closed")
             own = self.snapshot() if snapshot is None else None
             snap = snapshot.seq if own is None else own.seq
-            view = rangedel.view(self._state, lo, hi, snap)
+            px = self.options.prefix_extractor
+            q = None if prefix is None or px is None else px.for_prefix(lo)
+            view = rangedel.view(self._state, lo, hi, snap, None if q is None else (px.name, q, self._stats))
         it = Iterator(view, lo, hi, reverse, include_key, include_value, None if own is None else own.close)
         self._iterators.add(it)
         return it
@@ -583,7 +585,7 @@ class DB:
             "tables_per_level": [len(level) for level in ver.levels],
             "bytes_per_level": [sum(r.info.file_size for r in level) for level in ver.levels],
             "filter_bytes": sum(r.table.filter_bytes for r in refs),
-            "compactions": st["compactions"],
+            "compactions": st["compactions"], "prefix_checks": st["prefix_checks"], "prefix_skips": st["prefix_skips"],
             "write_amplification": (st["bytes_flushed"] + st["bytes_compacted"]) / logged if wal_bytes else 0.0,
             "table_lookups": rd.lookups,
             "read_amplification": rd.blocks_read / max(1, rd.lookups),

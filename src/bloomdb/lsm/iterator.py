@@ -74,22 +74,30 @@ def half_open(start, stop, include_start: bool, include_stop: bool, prefix):
 
 class View:
     """What an iterator reads: the packed memtable entries of its range, a version and a
-    sequence number (and the store's range tombstones, when it has any)."""
+    sequence number (and the store's range tombstones, when it has any). ``prefix``: ``(extractor
+    name, prefix, counters)`` -- tables whose prefix filter rules the prefix out are not read
+    (``counters["prefix_checks"]``/``["prefix_skips"]`` count the checks)."""
 
-    __slots__ = ("mem", "version", "snap", "hide")
+    __slots__ = ("mem", "version", "snap", "hide", "tables")
 
-    def __init__(self, mem_items: list, version, snap: int, hide=None):
+    def __init__(self, mem_items: list, version, snap: int, hide=None, prefix=None):
         self.mem = [next(scan.memtable_chunks(items)) for items in mem_items if items]
         self.version = version
         self.snap = snap
         self.hide = hide
+        self.tables = [[r.table for r in level] for level in version.levels]
+        if prefix is not None:
+            name, p, counters = prefix
+            n = sum(map(len, self.tables))
+            self.tables = [[t for t in level if t.prefix_may_match(name, p)] for level in self.tables]
+            counters["prefix_checks"] += n
+            counters["prefix_skips"] += n - sum(map(len, self.tables))
 
     def sources(self, a, b, reverse: bool, first_blocks: int | None):
         """Merge inputs (newest first) for keys in ``[a, b)``, read in ``reverse`` or key order."""
         inputs = [iter((p,)) for p in self.mem]
-        for li, level in enumerate(self.version.levels):
-            tabs = [r.table for r in level
-                    if not ((b is not None and r.table.min_key >= b) or (a is not None and r.table.max_key < a))]
+        for li, level in enumerate(self.tables):
+            tabs = [t for t in level if not ((b is not None and t.min_key >= b) or (a is not None and t.max_key < a))]
             if not tabs:
                 continue
             if li == 0:  # L0 tables overlap: one merge input each

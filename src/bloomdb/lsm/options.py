@@ -83,6 +83,11 @@ class Options:
     * ``background_compaction``: run flushes and compactions in a background thread (``False``:
       inline in the writer, deterministic; used by some tests).
     * ``fs``: the file system (:mod:`bloomdb.lsm.fs`); ``None`` = the real one.
+    * ``prefix_extractor``: ``FixedPrefix(n)``, ``CappedPrefix(n)`` or a callable (:mod:`.prefix`):
+      tables also keep a filter (the level's spec) over their keys' prefixes, and
+      ``iterator(prefix=p)`` skips every table whose prefix filter rules ``p`` out.
+    * ``whole_key_filtering``: build the whole-key filters ``get`` uses (``False``: prefix
+      filters only, RocksDB's option; then every ``get`` reads the tables in its key range).
     """
 
     filter: str | None = "blocked:10"
@@ -106,6 +111,8 @@ class Options:
     error_if_exists: bool = False
     background_compaction: bool = True
     fs: Any = None
+    prefix_extractor: Any = None
+    whole_key_filtering: bool = True
 
     def validated(self) -> "Options":
         """A checked copy; raises :class:`InvalidArgument` naming the bad field (and, for a filter
@@ -126,7 +133,7 @@ class Options:
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 1 < r < float("inf"):
             raise InvalidArgument(f"Options.level_ratio must be a finite number > 1, got {r!r}")
         for name in ("optimize_filters_for_hits", "partitioned_filters", "paranoid_checks",
-                     "create_if_missing", "error_if_exists", "background_compaction"):
+                     "create_if_missing", "error_if_exists", "background_compaction", "whole_key_filtering"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidArgument(f"Options.{name} must be True or False, got {getattr(self, name)!r}")
         _check_compression(self.compression)
@@ -141,7 +148,9 @@ class Options:
             _check_filter_spec(where, spec)
         if self.fs is not None and not all(callable(getattr(self.fs, m, None)) for m in _FS_METHODS):
             raise InvalidArgument(f"Options.fs must provide {', '.join(_FS_METHODS)} (see bloomdb.lsm.fs)")
-        return replace(self, filter_per_level=dict(self.filter_per_level))
+        from .prefix import extractor
+
+        return replace(self, filter_per_level=dict(self.filter_per_level), prefix_extractor=extractor(self.prefix_extractor))
 
     def partition_blocks(self) -> int:
         """Data blocks per filter partition (0: one filter per table)."""

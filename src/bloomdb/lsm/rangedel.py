@@ -71,14 +71,14 @@ def of_state(mem, imm, version, snap: int) -> Tombstones | None:
     return t or None
 
 
-def view(state, lo, hi, snap: int) -> View:
+def view(state, lo, hi, snap: int, prefix=None) -> View:
     """What an iterator over ``[lo, hi)`` of ``state`` (``(mem, imm, version)``) at ``snap``
-    reads, tombstones included. The caller holds the store's lock (the memtables' sorted keys
-    are read)."""
+    reads, tombstones included (``prefix``: see :class:`~.iterator.View`). The caller holds the
+    store's lock (the memtables' sorted keys are read)."""
     mem, imm, ver = state
     items = [mem.range_items(lo, hi, snap)] + ([imm.range_items(lo, hi, snap)] if imm is not None else [])
     rd = of_state(mem, imm, ver, snap)
-    return View(items, ver, snap, None if rd is None else rd.hide)
+    return View(items, ver, snap, None if rd is None else rd.hide, prefix)
 
 
 def covered(db, state, snapshot, keys) -> dict | None:

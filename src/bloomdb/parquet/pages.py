@@ -12,11 +12,16 @@ other column only at the rows that survived the filter, where ``pyarrow`` would 
 value of every page.
 
 What it reads: flat columns (no repetition; required or optional) of physical type INT32, INT64,
-FLOAT or DOUBLE whose Arrow type is an integer or float32/float64; values PLAIN, dictionary
-(RLE_DICTIONARY / PLAIN_DICTIONARY) or BYTE_STREAM_SPLIT encoded; data pages v1 and v2;
-uncompressed or Snappy (decoded inside the kernel), or GZIP / ZSTD / BROTLI / LZ4_RAW (pages
-decompressed by ``pyarrow.decompress`` first; LZ4 as raw blocks). For anything else :meth:`ParquetColumns.read`
-returns None and the caller uses ``pyarrow`` -- :meth:`supports` says which in advance.
+FLOAT or DOUBLE whose Arrow type is an integer, float32/float64, date32, time or timestamp (any
+unit and zone pyarrow reads unconverted) -- :meth:`ParquetColumns.read` gives numpy values --
+and BYTE_ARRAY (string / binary) and FIXED_LEN_BYTE_ARRAY (fixed-size binary, UUID) --
+:meth:`ParquetColumns.read_arrow` gives a pyarrow Array for any of them. Encodings PLAIN,
+dictionary (RLE_DICTIONARY / PLAIN_DICTIONARY), BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED,
+DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY; data pages v1 and v2; uncompressed or Snappy
+(decoded inside the kernel), or GZIP / ZSTD / BROTLI / LZ4_RAW (pages decompressed by
+``pyarrow.decompress`` first; LZ4 as raw blocks). For anything else (nested columns, decimals,
+float16, INT96, dictionary-typed Arrow columns, BIT_PACKED levels) the read returns None and the
+caller uses ``pyarrow`` -- :meth:`supports` says which columns in advance.
 
 The file is memory-mapped copy-on-write (nothing is ever written back), shared by all threads;
 kernels release the GIL. Damaged bytes raise :class:`~bloomdb.errors.CorruptionError` naming the
@@ -39,7 +44,9 @@ import pyarrow as pa
 
 from ..errors import CorruptionError, InvalidArgument
 from . import _header_kernels as H
+from . import _bytes_kernels as B
 from . import _page_kernels as K
+from .values import column_type
 
 __all__ = ["ParquetColumns"]
 
@@ -50,8 +57,11 @@ _ARROW_CODECS = {"GZIP": "gzip", "ZSTD": "zstd", "BROTLI": "brotli", "LZ4_RAW": 
 # LZ4 blocks are left to pyarrow, which knows the framing (see _decompressed)
 
 
-def _storage_dtype(physical: str, arrow_type: pa.DataType) -> tuple[np.dtype, np.dtype] | None:
-    """``(dtype of the stored bytes, dtype of the result)`` or None when the pair is not read here."""
+def _storage_dtype(col, arrow_type: pa.DataType) -> tuple[np.dtype, np.dtype] | None:
+    """``(dtype of the stored bytes, dtype of the result)`` of a fixed-width column, or None when
+    the pair is not read here. Dates, times and timestamps are read as their stored integers when
+    pyarrow reads them in the stored unit (any time zone: the instants are the same integers)."""
+    physical = col.physical_type
     if pa.types.is_integer(arrow_type):
         out = np.dtype(arrow_type.to_pandas_dtype())
         if physical == "INT32" and out.itemsize <= 4:
@@ -63,20 +73,71 @@ def _storage_dtype(physical: str, arrow_type: pa.DataType) -> tuple[np.dtype, np
         return np.dtype("<f4"), np.dtype(np.float32)
     if physical == "DOUBLE" and pa.types.is_float64(arrow_type):
         return np.dtype("<f8"), np.dtype(np.float64)
+    if pa.types.is_temporal(arrow_type) and physical in ("INT32", "INT64"):
+        stored = column_type(col).arrow
+        if stored is None or getattr(stored, "unit", None) != getattr(arrow_type, "unit", None) \
+                or type(stored) is not type(arrow_type) or arrow_type.bit_width != (32 if physical == "INT32" else 64):
+            return None  # e.g. DATE read as date64, a unit pyarrow converts, or INT96
+        dt = np.dtype("<i4" if physical == "INT32" else "<i8")
+        return dt, dt
+    return None
+
+
+def _byte_type(col, arrow_type: pa.DataType) -> int | None:
+    """The FIXED_LEN_BYTE_ARRAY width (0 for BYTE_ARRAY) of a column read by the byte-string
+    kernel into ``arrow_type``, or None (decimals, float16, dictionaries: left to pyarrow)."""
+    physical = col.physical_type
+    storage = arrow_type.storage_type if isinstance(arrow_type, pa.BaseExtensionType) else arrow_type
+    if physical == "BYTE_ARRAY" and not isinstance(arrow_type, pa.BaseExtensionType) and (
+            pa.types.is_string(storage) or pa.types.is_large_string(storage) or pa.types.is_binary(storage)
+            or pa.types.is_large_binary(storage) or pa.types.is_string_view(storage)
+            or pa.types.is_binary_view(storage)):
+        return 0
+    if physical == "FIXED_LEN_BYTE_ARRAY" and pa.types.is_fixed_size_binary(storage) \
+            and storage.byte_width == col.length and column_type(col).family == "bytes":
+        return int(col.length)
     return None
 
 
 class _Column:
-    """What the reader needs of one column: its index, widths, level depth and dtypes."""
+    """What the reader needs of one column: its index, widths, level depth, dtypes and Arrow type
+    (``fixed`` >= 0: a byte-string column, FIXED_LEN_BYTE_ARRAY width or 0; -1: fixed-width numbers)."""
 
-    __slots__ = ("index", "width", "max_def", "stored", "dtype")
+    __slots__ = ("index", "width", "max_def", "stored", "dtype", "arrow", "fixed")
 
-    def __init__(self, index, width, max_def, stored, dtype):
+    def __init__(self, index, width, max_def, stored, dtype, arrow, fixed=-1):
         self.index, self.width, self.max_def, self.stored, self.dtype = index, width, max_def, stored, dtype
+        self.arrow, self.fixed = arrow, fixed
+
+
+def _byte_array(col: _Column, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray) -> pa.Array:
+    """The Arrow array of ``col``'s type from the kernel's large-binary layout (offsets cast to
+    int32 for the small types when the data fit in 2 GiB; else the large form of the type)."""
+    m = offsets.shape[0] - 1
+    nulls = m - int(np.count_nonzero(valid))
+    mask = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    t = col.arrow
+    storage = t.storage_type if isinstance(t, pa.BaseExtensionType) else t
+    body = pa.py_buffer(data[:int(offsets[-1])])
+    if col.fixed > 0:
+        if nulls:  # fixed-size binary keeps ``fixed`` (zero) bytes at a null; the kernel left none
+            full = np.zeros((m, col.fixed), np.uint8)
+            full[valid] = data[:int(offsets[-1])].reshape(-1, col.fixed)
+            body = pa.py_buffer(full.reshape(-1))
+        arr = pa.Array.from_buffers(storage, m, [mask, body], null_count=nulls)
+        return pa.ExtensionArray.from_storage(t, arr) if storage is not t else arr
+    text = pa.types.is_string(storage) or pa.types.is_large_string(storage) or pa.types.is_string_view(storage)
+    small = offsets[-1] < (1 << 31) and not (pa.types.is_large_string(storage) or pa.types.is_large_binary(storage))
+    base = (pa.string() if small else pa.large_string()) if text else (pa.binary() if small else pa.large_binary())
+    offs = pa.py_buffer(offsets.astype(np.int32) if small else offsets)
+    arr = pa.Array.from_buffers(base, m, [mask, offs, body], null_count=nulls)
+    if pa.types.is_string_view(storage) or pa.types.is_binary_view(storage):
+        arr = arr.cast(storage)
+    return arr
 
 
 class ParquetColumns:
-    """Random-access reader of a Parquet file's fixed-width flat columns (see the module doc).
+    """Random-access reader of a Parquet file's flat columns (see the module doc).
 
     ``metadata``: a ``pyarrow`` FileMetaData of the file when the caller has it already.
     ``verify`` (default): pages that carry a CRC are checked against it before they are decoded,
@@ -90,8 +151,11 @@ class ParquetColumns:
 
         self.path = os.fspath(path)
         try:
-            if metadata is None:
-                metadata = pq.ParquetFile(self.path).metadata
+            pf = pq.ParquetFile(self.path, metadata=metadata)
+            metadata = pf.metadata
+            # pyarrow's own reading's types: extension types (UUID) and the stored Arrow schema
+            # (large strings, time zones), which ``metadata.schema.to_arrow_schema()`` drops in part
+            self._arrow = pf.schema_arrow
             with open(self.path, "rb") as fh:
                 self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
         except (pa.ArrowInvalid, OSError, ValueError) as exc:
@@ -100,7 +164,6 @@ class ParquetColumns:
         # ACCESS_COPY: a writable view for numba (one array type for file and scratch buffers);
         # pages are private copy-on-write, and the kernels never write to this array anyway
         self._buf = np.frombuffer(self._map, np.uint8)
-        self._arrow = metadata.schema.to_arrow_schema()
         self._columns: dict[str, _Column | None] = {}
         self._spare: list[tuple[np.ndarray, np.ndarray]] = []  # scratch buffers not in use
         self._arange: dict[int, np.ndarray] = {}
@@ -142,11 +205,14 @@ class ParquetColumns:
             c = schema.column(i)
             if c.path != name:
                 continue
-            if c.max_repetition_level == 0 and c.max_definition_level <= 1 and c.physical_type in _WIDTH \
-                    and name in self._arrow.names:
-                dt = _storage_dtype(c.physical_type, self._arrow.field(name).type)
+            if c.max_repetition_level == 0 and c.max_definition_level <= 1 and name in self._arrow.names:
+                t = self._arrow.field(name).type
+                dt = _storage_dtype(c, t) if c.physical_type in _WIDTH else None
+                fixed = _byte_type(c, t) if dt is None else None
                 if dt is not None:
-                    col = _Column(i, _WIDTH[c.physical_type], c.max_definition_level, dt[0], dt[1])
+                    col = _Column(i, _WIDTH[c.physical_type], c.max_definition_level, dt[0], dt[1], t)
+                elif fixed is not None:
+                    col = _Column(i, 0, c.max_definition_level, None, None, t, fixed)
             break
         else:
             if name not in self._arrow.names:  # a nested column's own name: declined (None)
@@ -155,7 +221,8 @@ class ParquetColumns:
         return col
 
     def supports(self, column: str, row_group: int | None = None) -> bool:
-        """Whether :meth:`read` decodes ``column`` itself (of ``row_group``'s codec, when given)."""
+        """Whether :meth:`read_arrow` decodes ``column`` itself (of ``row_group``'s codec, when
+        given); :meth:`read` then does too unless it is a byte-string column."""
         col = self._column(column)
         if col is None:
             return False
@@ -186,16 +253,88 @@ class ParquetColumns:
         return pages, n
 
     def read(self, row_group: int, column: str, positions: np.ndarray | None = None):
-        """``(values, valid)`` of ``column`` in ``row_group`` at ascending row ``positions`` (all
-        rows when None): values a numpy array of the column's Arrow type (0 at nulls), ``valid``
-        a bool array or None when no wanted row is null. Returns None when the column or this
-        chunk's encoding is not one this reader decodes (use ``pyarrow``).
+        """``(values, valid)`` of a numeric or temporal ``column`` in ``row_group`` at ascending row
+        ``positions`` (all rows when None): values a numpy array of the column's Arrow type (0 at
+        nulls; dates, times and timestamps as their int32 / int64 ticks), ``valid`` a bool array
+        or None when no wanted row is null. Returns None when the column (byte strings: see
+        :meth:`read_arrow`) or this chunk's encoding is not one this reader decodes (use ``pyarrow``).
 
         Cost: the page headers, the dictionary page and the pages holding wanted rows.
         """
         col = self._column(column)
+        if col is None or col.fixed >= 0:
+            return None
+        got = self._prepare(row_group, column, col, positions)
+        if got is None or got[0].shape[0] == 0:
+            return None if got is None else (np.zeros(0, col.dtype), None)
+        positions, buf, pages, n, kcodec, where = got
+        out = np.empty(positions.shape[0] * col.width, np.uint8)
+        valid = np.empty(positions.shape[0], np.bool_)
+        work = self._take_work(4 * positions.shape[0], int(K.work_bytes(pages, n, kcodec)))
+        try:
+            st = K.read_at(buf, pages, n, kcodec, col.width, col.max_def, positions, out, valid, *work)
+        finally:
+            self._give_work(work)
+        if not self._status(st, where):
+            return None
+        values = out.view(col.stored)
+        if values.dtype != col.dtype:
+            values = values.astype(col.dtype) if values.dtype.itemsize != col.dtype.itemsize else values.view(col.dtype)
+        return values, (None if valid.all() else valid)
+
+    def read_arrow(self, row_group: int, column: str, positions: np.ndarray | None = None) -> pa.Array | None:
+        """``column`` of ``row_group`` at ascending row ``positions`` (all rows when None) as a
+        ``pyarrow`` Array equal to pyarrow's own reading -- its type included (string / binary /
+        their large and view forms, fixed-size binary and UUID, date32, time, timestamp with its
+        unit and zone, the integers and floats of :meth:`read`); a string column whose values pass
+        2 GiB comes back as its large form. None when the column or chunk is not read here.
+
+        Cost: as :meth:`read`; byte strings are copied once into the result's buffers (PLAIN and
+        DELTA pages are scanned up to their last wanted value).
+        """
+        col = self._column(column)
         if col is None:
             return None
+        if col.fixed < 0:
+            got = self.read(row_group, column, positions)
+            if got is None:
+                return None
+            values, valid = got
+            return pa.array(values, type=col.arrow, mask=None if valid is None else ~valid)
+        got = self._prepare(row_group, column, col, positions)
+        if got is None:
+            return None
+        positions, buf, pages, n, kcodec, where = got
+        m = positions.shape[0]
+        offsets = np.empty(m + 1, np.int64)
+        valid = np.empty(m, np.bool_)
+        data = np.empty(max(col.fixed * m, 1 << 16), np.uint8)
+        work = self._take_work(4 * m, int(K.work_bytes(pages, n, kcodec)))
+        try:
+            while True:
+                st = B.read_bytes_at(buf, pages, n, kcodec, col.fixed, col.max_def, positions, offsets, data,
+                                     valid, *work)
+                if st != H.ST_FULL:
+                    break
+                data = np.empty(int(offsets[-1]), np.uint8)
+        finally:
+            self._give_work(work)
+        if m and not self._status(st, where):
+            return None
+        return _byte_array(col, offsets, data, valid)
+
+    def _status(self, st: int, where: str) -> bool:
+        """True for ST_OK, False for a chunk this reader leaves to pyarrow; raises on damage."""
+        if st == H.ST_UNSUPPORTED:
+            return False
+        if st != H.ST_OK:
+            raise CorruptionError(f"{where}: damaged page data", self.path)
+        return True
+
+    def _prepare(self, row_group: int, column: str, col: _Column, positions: np.ndarray | None):
+        """Checked ``positions`` and the chunk's pages, decompressed by pyarrow where the kernels
+        do not decompress: ``(positions, buf, pages, npages, kernel codec, where)``; None when the
+        codec is not read here. No pages when no row is wanted."""
         if not 0 <= row_group < self.metadata.num_row_groups:
             raise InvalidArgument(f"row group {row_group} is not in {self.path}")
         meta = self.metadata.row_group(row_group).column(col.index)
@@ -211,37 +350,20 @@ class ParquetColumns:
                 raise InvalidArgument("positions must be one-dimensional")
             if positions.size and (positions[0] < 0 or positions[-1] >= nrows):
                 raise InvalidArgument(f"positions must lie in [0, {nrows}) for row group {row_group}")
-        if positions.shape[0] == 0:  # nothing wanted (a zero-row row group's offsets may be 0)
-            return np.zeros(0, col.dtype), None
         where = f"row group {row_group}, column {column!r}"
+        if positions.shape[0] == 0:  # nothing wanted (a zero-row row group's offsets may be 0)
+            return positions, self._buf, np.zeros((0, H.P_FIELDS), np.int64), 0, K.CODEC_UNCOMPRESSED, where
         start, end = self._chunk_range(meta)
         pages, n = self._pages(start, end, where)
         if self.verify:
             self._check_crcs(pages, n, positions, where)
-        buf = self._buf
         if codec in _ARROW_CODECS:
             got = self._decompressed(pages, n, positions, codec, where)
             if got is None:
                 return None
             buf, pages, n = got
-            kcodec = K.CODEC_UNCOMPRESSED
-        else:
-            kcodec = _KERNEL_CODECS[codec]
-        out = np.empty(positions.shape[0] * col.width, np.uint8)
-        valid = np.empty(positions.shape[0], np.bool_)
-        work = self._take_work(4 * positions.shape[0], int(K.work_bytes(pages, n, kcodec)))
-        try:
-            st = K.read_at(buf, pages, n, kcodec, col.width, col.max_def, positions, out, valid, *work)
-        finally:
-            self._give_work(work)
-        if st == H.ST_UNSUPPORTED:
-            return None
-        if st != H.ST_OK:
-            raise CorruptionError(f"{where}: damaged page data", self.path)
-        values = out.view(col.stored)
-        if values.dtype != col.dtype:
-            values = values.astype(col.dtype) if values.dtype.itemsize != col.dtype.itemsize else values.view(col.dtype)
-        return values, (None if valid.all() else valid)
+            return positions, buf, pages, n, K.CODEC_UNCOMPRESSED, where
+        return positions, self._buf, pages, n, _KERNEL_CODECS[codec], where
 
     @staticmethod
     def _wanted(pages: np.ndarray, p: int, positions: np.ndarray) -> bool:

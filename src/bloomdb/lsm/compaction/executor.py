@@ -45,7 +45,8 @@ def write_table(ctx, number: int, arrays, level: int, last_level: bool, range_de
         arrays = tombstones.sentinel(range_dels)
     info = build_table_arrays(ctx.fs, path, number, *arrays, opts.filter_for(level, last_level),
                               opts.block_size, opts.restart_interval, opts.compression,
-                              partition_blocks=opts.partition_blocks(), range_dels=tuple(range_dels))
+                              partition_blocks=opts.partition_blocks(), range_dels=tuple(range_dels),
+                              prefix=opts.prefix_extractor, whole_key_filter=opts.whole_key_filtering)
     return info, Table(ctx.fs, path, number, ctx.cache)
 
 

@@ -143,14 +143,38 @@ def _table_filter(spec: str | None, kdata, koff, lasts, n: int, partition_blocks
         return b"", []
 
 
+def _prefix_filter(prefix, spec: str | None, kdata, koff) -> tuple[str | None, bytes]:
+    """``(extractor name, filter bytes)`` of the distinct prefixes of the keys (``(None, b"")``
+    without an extractor or a filter spec, or when the family cannot build it). Cost: one
+    extractor call per entry, then one filter build."""
+    if prefix is None or spec is None:
+        return None, b""
+    import pyarrow as pa
+
+    keys = pa.Array.from_buffers(pa.large_binary(), koff.shape[0] - 1, [None, pa.py_buffer(np.ascontiguousarray(koff)),
+                                                                         pa.py_buffer(np.ascontiguousarray(kdata))])
+    seen = set(map(prefix, keys.to_pylist()))
+    seen.discard(None)
+    try:
+        blob = filters.build(spec, pa.array(sorted(seen), pa.large_binary())).to_bytes() if seen else b""
+    except (FilterFull, FilterBuildError):
+        return None, b""
+    return prefix.name, blob
+
+
 def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff, filter_spec: str | None,
                        block_size: int, restart_interval: int, compression: str | None,
-                       sync: bool = True, partition_blocks: int = 0, range_dels: tuple = ()) -> TableInfo:
+                       sync: bool = True, partition_blocks: int = 0, range_dels: tuple = (), prefix=None,
+                       whole_key_filter: bool = True) -> TableInfo:
     """:func:`build_table` over packed arrays (Arrow layout: ``kdata``/``koff`` user keys,
     ``vdata``/``voff`` values, ``tr`` uint64 trailers): no Python object per entry.
 
     ``partition_blocks > 0``: partitioned filters, one filter per ``partition_blocks`` data
-    blocks (each stored as its own block), and the filter block holds their index."""
+    blocks (each stored as its own block), and the filter block holds their index.
+    ``range_dels``: range tombstones ``(start, end, seq)`` kept in the meta block (their
+    sequences count in the table's ``min_seq``/``max_seq``). ``prefix``: an extractor (``name``,
+    ``key -> prefix or None``): a filter of ``filter_spec`` over the distinct prefixes goes into the
+    meta block (:func:`_prefix_filter`). ``whole_key_filter=False``: no filter over whole keys."""
     n = koff.shape[0] - 1
     if n <= 0:
         raise ValueError("a table needs at least one entry")
@@ -184,7 +208,7 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
         offs, sizes = np.array(offl, np.int64), np.array(sizel, np.int64)
     index = TK.encode_index(kdata, koff, lasts, offs, sizes)
     # filter: distinct user keys (versions of a key are adjacent)
-    fbytes, pblocks = _table_filter(filter_spec, kdata, koff, lasts, n, partition_blocks)
+    fbytes, pblocks = _table_filter(filter_spec if whole_key_filter else None, kdata, koff, lasts, n, partition_blocks)
     if pblocks:  # one filter per group of data blocks, each its own checked block, then their index
         pindex = [PARTITION_MAGIC, struct.pack("<I", len(pblocks))]
         for blob, lk in pblocks:
@@ -199,7 +223,7 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
     rseqs = [q for _, _, q in range_dels]
     meta = Meta(n, dels, min([int(seqs.min())] + rseqs), max([int(seqs.max())] + rseqs), int(koff[-1] - koff[0]),
                 int(voff[-1] - voff[0]), len(ends), key(0), key(n - 1), filter_spec if fbytes else None,
-                tuple(range_dels))
+                tuple(range_dels), *_prefix_filter(prefix, filter_spec, kdata, koff))
     handles = []
     for blob in (fbytes, encode_meta(meta), index):
         framed = frame(blob, 0)

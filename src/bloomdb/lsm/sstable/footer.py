@@ -67,11 +67,16 @@ class Meta:
     filter_spec: str | None
     #: range tombstones ``(start, end, seq)`` the table carries (:mod:`bloomdb.lsm.rangedel`)
     range_dels: tuple = ()
+    #: the prefix extractor's name and the serialized filter over the table's key prefixes
+    prefix_name: str | None = None
+    prefix_filter: bytes = b""
 
 
 #: Marks the meta block's optional range-tombstone section (a table without tombstones has none,
 #: so its meta block is byte-for-byte the one format 1 always had).
 RDEL_MARK = b"RDEL"
+#: Marks the optional prefix-filter section: extractor name and filter bytes (:mod:`bloomdb.lsm.prefix`).
+PFX_MARK = b"PFXF"
 
 
 def encode_meta(m: Meta) -> bytes:
@@ -79,8 +84,29 @@ def encode_meta(m: Meta) -> bytes:
     return b"".join((
         _META_FIXED.pack(m.entries, m.deletions, m.min_seq, m.max_seq, m.key_bytes, m.value_bytes, m.num_blocks),
         struct.pack("<I", len(m.min_key)), m.min_key, struct.pack("<I", len(m.max_key)), m.max_key,
-        struct.pack("<H", len(spec)), spec, _encode_rdels(m.range_dels),
+        struct.pack("<H", len(spec)), spec, _encode_rdels(m.range_dels), _encode_prefix(m),
     ))  # fmt: skip
+
+
+def _encode_prefix(m: Meta) -> bytes:
+    """``PFXF | u16 len, extractor name | u32 len, filter bytes``; empty without a prefix filter."""
+    if m.prefix_name is None:
+        return b""
+    name = m.prefix_name.encode()
+    return b"".join((PFX_MARK, struct.pack("<H", len(name)), name, struct.pack("<I", len(m.prefix_filter)), m.prefix_filter))
+
+
+def _decode_prefix(b: bytes, p: int) -> tuple[str | None, bytes, int]:
+    if b[p : p + 4] != PFX_MARK:
+        return None, b"", p
+    (n,) = struct.unpack_from("<H", b, p + 4)
+    name = bytes(b[p + 6 : p + 6 + n]).decode()
+    p += 6 + n
+    (f,) = struct.unpack_from("<I", b, p)
+    blob = bytes(b[p + 4 : p + 4 + f])
+    if len(blob) != f:
+        raise ValueError("the prefix filter runs past the block")
+    return name, blob, p + 4 + f
 
 
 def _encode_rdels(tombs) -> bytes:
@@ -94,11 +120,10 @@ def _encode_rdels(tombs) -> bytes:
 
 
 def _decode_rdels(b: bytes, p: int) -> tuple[tuple, int]:
-    """The section at ``p`` (none when ``b`` ends there) and its end; raises ``ValueError``/``struct.error``."""
-    if p == len(b):
-        return (), p
+    """The section at ``p`` (none when another follows or ``b`` ends there) and its end; raises
+    ``ValueError``/``struct.error``."""
     if b[p : p + 4] != RDEL_MARK:
-        raise ValueError("trailing bytes")
+        return (), p
     (n,) = struct.unpack_from("<I", b, p + 4)
     p += 8
     out = []
@@ -130,8 +155,9 @@ def decode_meta(b: bytes, path: str) -> Meta:
         (n,) = struct.unpack_from("<H", b, p)
         spec = b[p + 2 : p + 2 + n].decode()
         rdels, p = _decode_rdels(b, p + 2 + n)
+        pname, pfilter, p = _decode_prefix(b, p)
         if p != len(b):
             raise ValueError("trailing bytes")
     except (struct.error, ValueError, UnicodeDecodeError) as e:
         raise CorruptionError(f"malformed meta block: {e}", path) from None
-    return Meta(*fixed, bytes(mn), bytes(mx), spec or None, rdels)
+    return Meta(*fixed, bytes(mn), bytes(mx), spec or None, rdels, pname, pfilter)

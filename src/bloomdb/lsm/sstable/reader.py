@@ -68,6 +68,7 @@ class Table:
         self._filter_loaded = False
         self.filter_damaged = False
         self.partitions = None
+        self._prefix = None  # the prefix filter once read; False: the table holds no prefix; True: damaged
         self._lock = threading.Lock()
 
     def _parse_index(self, b) -> None:
@@ -134,6 +135,26 @@ class Table:
             raise ValueError("malformed partition index")
         self._part_filters = [None] * n
         self.partitions = (keys, offs, sizes)
+
+    def prefix_may_match(self, name: str, prefix: bytes) -> bool:
+        """Whether the table may hold a key with prefix ``prefix`` (the prefix of extractor
+        ``name``): False only when its prefix filter, written under that same extractor, says
+        no. A table without one, written under another extractor, or whose filter is damaged
+        answers True. The filter is read from the meta block on the first call and kept."""
+        m = self.meta
+        if m.prefix_name != name:
+            return True
+        f = self._prefix
+        if f is None:
+            try:
+                f = filters.from_bytes(m.prefix_filter) if m.prefix_filter else False
+            except Exception:  # noqa: BLE001 - a damaged filter fails open
+                self.filter_damaged = True
+                f = True
+            self._prefix = f
+        if f is True or f is False:
+            return f
+        return f.might_contain(prefix)
 
     @property
     def filter_loaded(self) -> bool:

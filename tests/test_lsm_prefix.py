@@ -1,0 +1,83 @@
+"""Prefix Bloom filters (``Options(prefix_extractor=...)``, :mod:`bloomdb.lsm.prefix`): tables
+keep a filter over their keys' prefixes and ``iterator(prefix=)`` skips the tables it rules out
+(counted by ``stats()``), with the same answers as without; a store reopened with another
+extractor reads its old tables without their prefix filters. Random mixes: the model test
+(``test_model_with_prefix_filters``) and the LevelDB differential
+(``test_iterators_match_leveldb_with_prefix_filters``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bloomdb.errors import InvalidArgument
+from bloomdb.lsm import DB
+from bloomdb.lsm import prefix
+from bloomdb.lsm.prefix import CappedPrefix, FixedPrefix
+
+from lsm_helpers import small_options
+
+
+def _fill(path, **kw):
+    db = DB.open(str(path), small_options(background_compaction=False, **kw))
+    for i in range(3000):
+        db.put(b"p%02d-%05d" % (i % 50, i), b"v%d" % i)
+    db.put(b"p", b"short")  # shorter than a FixedPrefix(3): outside its domain
+    db.flush()
+    return db
+
+
+def _want(p: bytes):
+    out = [(b"p%02d-%05d" % (i % 50, i), b"v%d" % i) for i in range(3000)] + [(b"p", b"short")]
+    return sorted(kv for kv in out if kv[0].startswith(p))
+
+
+@pytest.mark.parametrize("extractor", [FixedPrefix(3), CappedPrefix(3), lambda k: k[:3] if len(k) >= 3 else None])
+def test_prefix_iteration_skips_tables_and_answers_the_same(tmp_path, extractor):
+    db = _fill(tmp_path / "db", prefix_extractor=extractor)
+    tables = sum(db.stats()["tables_per_level"])
+    assert tables > 5
+    for p in (b"p07", b"p07-0", b"p99", b"q00", b"p0", b"p", b""):
+        before = db.stats()["prefix_skips"]
+        assert list(db.iterator(prefix=p)) == _want(p), p
+        assert list(db.iterator(prefix=p, reverse=True)) == _want(p)[::-1], p
+        skipped = db.stats()["prefix_skips"] - before
+        if prefix.extractor(extractor).for_prefix(p) is not None:  # most tables hold no key of one prefix in 50
+            assert skipped >= tables, (p, skipped, tables)
+        else:  # a shorter prefix (or longer, for a callable): no prefix filter can answer
+            assert skipped == 0, p
+    assert db.stats()["prefix_checks"] >= db.stats()["prefix_skips"] > 0
+    db.close()
+
+
+def test_another_extractor_on_reopen_reads_old_tables_without_their_prefix_filter(tmp_path):
+    db = _fill(tmp_path / "db", prefix_extractor=FixedPrefix(3))
+    db.close()
+    db = DB.open(str(tmp_path / "db"), small_options(background_compaction=False, prefix_extractor=FixedPrefix(2)))
+    for p in (b"p07", b"p0", b"p99"):
+        assert list(db.iterator(prefix=p)) == _want(p)
+    old = [r.table for r in db._version.all_refs() if r.table.meta.prefix_name == "fixed:3"]
+    assert old and all(t.prefix_may_match("fixed:2", b"zz") for t in old)  # never asked under fixed:2
+    assert not all(t.prefix_may_match("fixed:3", b"zz") for t in old)  # (they would rule "zz" out)
+    db.close()
+    db = DB.open(str(tmp_path / "db"), small_options(background_compaction=False))  # no extractor
+    assert list(db.iterator(prefix=b"p07")) == _want(b"p07") and db.stats()["prefix_checks"] == 0
+    db.close()
+
+
+def test_whole_key_filtering_off_keeps_gets_right(tmp_path):
+    db = _fill(tmp_path / "db", prefix_extractor=FixedPrefix(3), whole_key_filtering=False)
+    assert db.get(b"p07-00007") == b"v7" and db.get(b"p07-00008") is None and db.get(b"p") == b"short"
+    assert db.stats()["filter_checks"] == 0  # no whole-key filter was there to ask
+    assert list(db.iterator(prefix=b"p07")) == _want(b"p07")
+    db.close()
+
+
+def test_bad_extractors_are_refused(tmp_path):
+    for bad in (FixedPrefix, 3, "fixed:3"):
+        with pytest.raises(InvalidArgument):
+            DB.open(str(tmp_path / "x"), small_options(prefix_extractor=bad if bad is not FixedPrefix else object()))
+    with pytest.raises(InvalidArgument):
+        FixedPrefix(0)
+    with pytest.raises(InvalidArgument):
+        CappedPrefix(True)
+    assert not (tmp_path / "x").exists() or not any((tmp_path / "x").iterdir())
