@@ -179,12 +179,17 @@ def test_outer_joins_null_the_side_without_a_match_and_fill_the_key():
         assert _sorted(zip(*got.to_pydict().values())) == _sorted(want), how
 
 
-def test_same_column_names_get_a_suffix_as_pandas():
+def test_same_column_names_get_a_suffix_as_polars():
+    pl = pytest.importorskip("polars")
     probe = pa.table({"k": [1, 2], "v": [1, 2]})
     build = pa.table({"k": [1, 1], "v": [5, 6]})
     got = hash_join(probe, build, on="k")
-    assert got.column_names[:2] == ["k", "v"] and len(got.column_names) == 3
+    want = pl.from_arrow(probe).join(pl.from_arrow(build), on="k")
+    assert got.column_names == want.columns == ["k", "v", "v_right"]
     assert sorted(got.column(2).to_pylist()) == [5, 6]
+    assert hash_join(probe, build, on="k", suffix="_b").column_names == ["k", "v", "v_b"]
+    with pytest.raises(InvalidArgument, match="clash"):
+        hash_join(pa.table({"k": [1], "v": [1], "v_right": [2]}), build, on="k")
 
 
 def test_group_by_star_schema_matches_duckdb():

@@ -46,7 +46,7 @@ def _domains(src: ProbeSource, bschema, pkeys: list[str], bkeys: list[str]) -> l
     return [key_domain(p, src.schema.field(p).type, b, bschema.field(b).type) for p, b in zip(pkeys, bkeys)]
 
 
-def _sink(how, columns, aggregates, group_by, src, bschema, pkeys, bkeys):
+def _sink(how, columns, aggregates, group_by, src, bschema, pkeys, bkeys, suffix):
     """``(make_sink(build_side), build columns the sink reads)``."""
     if group_by is not None:
         from .groupby import make_group_sink
@@ -60,7 +60,7 @@ def _sink(how, columns, aggregates, group_by, src, bschema, pkeys, bkeys):
     if aggregates is not None:
         aggs = parse_aggregates(aggregates, src.schema, bschema, how)
         return (lambda bs: AggSink(aggs, bs, how)), [a.column for a in aggs if a.side == "build" and a.column]
-    outs = output_columns(columns, how, src.schema, bschema, pkeys, bkeys)
+    outs = output_columns(columns, how, src.schema, bschema, pkeys, bkeys, suffix)
     cols = [o.name for o in outs if o.side == "build"] + [o.fill for o in outs if o.fill]
     return (lambda bs: RowSink(outs, bs, how, src.schema)), cols
 
@@ -116,6 +116,7 @@ def hash_join(
     group_by: Any = None,
     where: Any = None,
     stream: bool = False,
+    suffix: str = "_right",
 ):
     """Join ``probe`` with ``build`` on equal keys; filter the probe scan with a build-side filter.
 
@@ -145,7 +146,8 @@ def hash_join(
     there it saves the hash probes and the build-side lookups only (every probe column is decoded).
 
     ``columns``: result columns (default: all probe columns, plus the build side's non-key columns
-    for inner/left/right/full; ``"build.x"`` / ``"probe.x"`` pick a side). ``aggregates``: instead
+    for inner/left/right/full, a build column named like a probe column getting ``suffix``,
+    ``"_right"`` as in Polars; ``"build.x"`` / ``"probe.x"`` pick a side). ``aggregates``: instead
     of rows, ``["sum(x)", "count(*)", "avg(build.y)", "min(y)", "max(y)", "count(y)"]`` over probe
     and build columns, folded chunk by chunk without building the joined rows: a dict, or with
     ``group_by`` (columns of either side) a ``pyarrow.Table`` with one row per group
@@ -182,7 +184,9 @@ def hash_join(
     bschema = schema_of(build)
     domains = _domains(src, bschema, pkeys, bkeys)
     preds = parse_where(where, src.schema)
-    make_sink, bcols = _sink(how, columns, aggregates, group_by, src, bschema, pkeys, bkeys)
+    if not isinstance(suffix, str) or not suffix:
+        raise InvalidArgument(f"suffix must be a non-empty string, got {suffix!r}")
+    make_sink, bcols = _sink(how, columns, aggregates, group_by, src, bschema, pkeys, bkeys, suffix)
 
     stats = JoinStats(how=how, probe=src.label, pushdown=pushdown, threads=threads)
     bs = _build(build, bcols, bkeys, domains, filter, filter_size_bytes, stats)

@@ -88,9 +88,10 @@ def resolve(c: str, probe: pa.Schema, build: pa.Schema, how: str, what: str = "c
 
 
 def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, pkeys: list[str],
-                   bkeys: list[str]) -> list[OutColumn]:
+                   bkeys: list[str], suffix: str = "_right") -> list[OutColumn]:
     """Resolve ``columns`` (None = every probe column, plus the build side's non-key columns for
-    joins that keep build columns). In right and full joins a probe key column is filled from its
+    joins that keep build columns; a build column named like a probe column gets ``suffix``, as in
+    Polars' ``join(suffix="_right")``). In right and full joins a probe key column is filled from its
     build key where only the build side has the row (pandas' and DuckDB's ``USING`` coalescing)."""
     fills = dict(zip(pkeys, bkeys)) if how in KEEPS_BUILD else {}
     if columns is None:
@@ -99,7 +100,9 @@ def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, p
             taken = set(probe.names)
             for n in build.names:
                 if n not in bkeys:
-                    out.append(OutColumn("build", n, f"build.{n}" if n in taken else n))
+                    out.append(OutColumn("build", n, f"{n}{suffix}" if n in taken else n))
+        if len({o.out for o in out}) != len(out):
+            raise InvalidArgument(f"result column names clash with suffix {suffix!r}; give another suffix or columns=")
         return out
     if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
         raise InvalidArgument(f"columns must be a list of column names, got {columns!r}")
