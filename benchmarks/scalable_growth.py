@@ -4,7 +4,8 @@
 
 For every key count both start at 1024 keys and grow as keys arrive (bloomdb: levels of 2x the
 keys at 0.85x the FP rate, Almeida et al. 2007; pyprobables: another filter of the first one's
-size and FP rate each time the last is full). Printed: memory per key (bits of filter state per
+size and FP rate each time the last is full; "RedisBloom scheme (model)": RedisBloom's EXPANSION 2
+and 0.5 tightening with textbook sub-filters, computed, not run). Printed: memory per key (bits of filter state per
 key added), the number of sub-filters, the measured FP rate over ``--absent`` keys never added
 and the target, and add time per key (bloomdb one ``add_many`` of a numpy array, pyprobables one
 ``add`` per key: its API; its FP rate over the first 20,000 absent keys). ``blocked`` sized for the final count is the yardstick. pyprobables
@@ -33,6 +34,25 @@ def bloomdb_row(n: int, fpr: float, absent: np.ndarray) -> tuple:
     add_ns = (time.perf_counter() - t0) / n * 1e9
     assert f.might_contain_many(keys).all()
     return ("bloomdb scalable", n, f.num_bits / n, len(f.levels), f.might_contain_many(absent).mean(), add_ns)
+
+
+def redisbloom_row(n: int, fpr: float, absent: np.ndarray) -> tuple:
+    """RedisBloom's scaling (a model, not its code: no Redis server here): sub-filter i holds
+    1024 * 2^i keys (EXPANSION 2) at FP rate ``fpr * 0.5^i`` (its fixed tightening), each an
+    optimally sized textbook Bloom filter (-ln p / ln^2 2 bits per key, as RedisBloom sizes them).
+    The FP column is the model's compound rate with every used level full (an upper bound; no
+    absent keys measured);
+    add time is not modelled (NaN)."""
+    import math
+
+    bits, left, level, miss = 0.0, n, 0, 1.0
+    while left > 0:
+        cap, p = 1024 * 2**level, fpr * 0.5**level
+        bits += cap * -math.log(p) / math.log(2) ** 2
+        miss *= 1 - p  # every used level counted as full: an upper bound on the compound FP rate
+        left -= min(cap, left)
+        level += 1
+    return ("RedisBloom scheme (model)", n, bits / n, level, 1 - miss, float("nan"))
 
 
 def blocked_row(n: int, fpr: float, absent: np.ndarray) -> tuple:
@@ -72,7 +92,7 @@ def main() -> None:
     print(f"{'filter':<24}{'keys':>10}{'bits/key':>10}{'filters':>9}{'FPR %':>9}{'add ns/key':>12}")
     missing = False
     for n in (int(x) for x in args.keys.split(",")):
-        for fn in (bloomdb_row, pyprobables_row, blocked_row):
+        for fn in (bloomdb_row, redisbloom_row, pyprobables_row, blocked_row):
             row = fn(n, args.fpr, absent)
             if row is None:
                 missing = True

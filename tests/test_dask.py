@@ -58,7 +58,8 @@ def dataset(tmp_path_factory):
     return str(root), probe, build
 
 
-@pytest.mark.parametrize("spec", ["blocked:10", "standard:8", "sbbf:10", "register:2", "counting:16", "cuckoo:12"])
+@pytest.mark.parametrize("spec", ["blocked:10", "standard:8", "sbbf:10", "register:2", "counting:16", "cuckoo:12",
+                                  "scalable:0.01"])
 def test_build_filter_equals_one_filter_of_all_keys(client, spec):
     probe, _ = _data()
     if spec.startswith(("cuckoo", "counting")):  # they hold each copy of a key: give distinct keys
@@ -88,7 +89,7 @@ def test_build_filter_takes_every_collection(client, make):
     assert f.might_contain_many(absent).mean() < 0.03
 
 
-@pytest.mark.parametrize("spec", ["fuse8", "ribbon:10", "paired:10"])
+@pytest.mark.parametrize("spec", ["fuse8", "fuse16", "ribbon:10", "paired:10", "leveldb:10"])
 def test_static_families_are_built_from_distinct_keys(client, spec):
     probe, _ = _data()
     f = bd.build_filter(dd.from_pandas(probe, npartitions=4), "s", spec)

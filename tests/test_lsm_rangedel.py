@@ -144,3 +144,25 @@ def test_repair_keeps_range_tombstones(tmp_path, where):
     db = DB.open(str(tmp_path / "db"), small_options(background_compaction=False))
     _expect(db, set(range(150, 250)))
     db.close()
+
+
+def test_many_tombstones_are_fragmented(tmp_path):
+    """Thousands of overlapping tombstones: every read agrees with the model (reads check a key
+    against non-overlapping fragments, :class:`bloomdb.lsm.compaction.tombstones.Fragments`)."""
+    from bloomdb.lsm.compaction.tombstones import Fragments
+
+    f = Fragments([(b"a", b"m", 5), (b"c", b"e", 9), (b"d", b"z", 7), (b"x", b"y", 2)])
+    assert [f.covering(k) for k in (b"", b"a", b"c", b"d", b"e", b"m", b"x", b"y", b"z")] == [0, 5, 9, 9, 7, 7, 7, 7, 0]
+    db = _filled(tmp_path / "db", n=3000)
+    gone = set()
+    for i in range(0, 3000, 3):
+        db.delete_range(_k(i), _k(i + 2 + (i % 7 == 0) * 40))
+        gone |= set(range(i, min(3000, i + 2 + (i % 7 == 0) * 40)))
+        if i % 600 == 0:
+            db.flush()
+    want = [(_k(i), b"v%d" % i) for i in range(3000) if i not in gone]
+    assert list(db.iterator()) == want
+    assert db.multi_get([_k(i) for i in range(0, 3000, 11)]) == [None if i in gone else b"v%d" % i for i in range(0, 3000, 11)]
+    db.compact_range()
+    assert list(db.iterator(reverse=True)) == want[::-1]
+    db.close()

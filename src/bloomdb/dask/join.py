@@ -329,7 +329,8 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
             if frame[keys[0]].dtype.kind not in "iuOSU" and "string" not in str(frame[keys[0]].dtype):
                 raise InvalidArgument(f"the shuffle plan partitions on integer or string keys; {side} key "
                                       f"{keys[0]!r} is {frame[keys[0]].dtype}")
-        filt = build_filter(build, column=bkeys[0], spec=filter, split_every=split_every)
+        filt = build_filter(build, column=bkeys[0], spec=filter, capacity=max(1, build_rows),  # rows: no count pass
+                            split_every=split_every)
         n = shuffle_partitions or probe.npartitions
         fshipped = ship(filt)
         pmeta = probe._meta.assign(**{_PART: np.zeros(0, np.int64)})

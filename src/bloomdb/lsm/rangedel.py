@@ -25,7 +25,7 @@ expected to be few: each is one write; a compaction drops them once they cover n
 from __future__ import annotations
 
 from ..errors import InvalidArgument
-from .compaction.tombstones import not_covered
+from .compaction.tombstones import Fragments
 from .iterator import View, successor
 from .wal import RangeEnd
 
@@ -43,32 +43,52 @@ def check_range(start: bytes, end: bytes) -> bool:
 
 
 class Tombstones:
-    """The tombstones one reader sees: those of ``lists`` with a sequence ``<= snap``."""
+    """The tombstones one reader sees: those of ``lists`` with a sequence ``<= snap``, as
+    :class:`~.compaction.tombstones.Fragments` (a key's check is one binary search)."""
 
-    __slots__ = ("items",)
+    __slots__ = ("frags",)
 
     def __init__(self, lists, snap: int):
-        self.items = [t for items in lists for t in items if t[2] <= snap]
+        self.frags = Fragments([t for items in lists for t in items if t[2] <= snap])
 
     def __bool__(self) -> bool:
-        return bool(self.items)
+        return bool(self.frags)
 
     def covers(self, key: bytes) -> bool:
         """Whether some tombstone's range holds ``key``."""
-        return any(s <= key < e for s, e, _ in self.items)
+        return self.frags.covering(key) > 0
 
     def hide(self, kd, ko, tr, sel):
         """The entries of ``sel`` (indexes into packed ``kd/ko/tr``) that no tombstone hides."""
-        return sel[not_covered(kd, ko, tr, sel, self.items)]
+        return sel[self.frags.not_covered(kd, ko, tr, sel)]
+
+
+#: Recent :func:`of_state` answers, keyed by the ids of the objects they were built from (the
+#: entry holds those objects, so an id is not reused while cached): a reader does not fragment
+#: the same tombstones again.
+_CACHE: dict = {}
+_CACHE_SIZE = 16
 
 
 def of_state(mem, imm, version, snap: int) -> Tombstones | None:
     """The tombstones a reader at ``snap`` of the store state ``(mem, imm, version)`` sees, or
-    ``None`` when there are none (the common case: then reads take their usual path)."""
+    ``None`` when there are none (the common case: then reads take their usual path). Cost:
+    O(T log T) the first time for a set of ``T`` tombstones, then a dict lookup."""
     if not (mem.rdels or version.range_dels or (imm is not None and imm.rdels)):
         return None
-    t = Tombstones((mem.rdels, () if imm is None else imm.rdels, version.range_dels), snap)
-    return t or None
+    lists = (mem.rdels, () if imm is None else imm.rdels, version.range_dels)
+    if snap >= max(version.range_dels_seq, lists[0][-1][2] if lists[0] else 0, lists[1][-1][2] if lists[1] else 0):
+        snap = MAX_SEQ  # sees every tombstone: the same answer as "now" (one cache entry for all such readers)
+    key = (id(lists[0]), id(lists[1]), id(lists[2]), snap)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is lists[0] and hit[1] is lists[1] and hit[2] is lists[2]:
+        return hit[3]
+    t = Tombstones(lists, snap)
+    t = t if t else None
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.pop(next(iter(_CACHE)), None)
+    _CACHE[key] = (*lists, t)
+    return t
 
 
 def view(state, lo, hi, snap: int, prefix=None) -> View:

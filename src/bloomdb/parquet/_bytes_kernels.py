@@ -14,7 +14,7 @@ from numba import njit
 
 from ._delta_kernels import delta_lengths
 from ._header_kernels import (
-    P_BODY, P_CSIZE, P_ENCODING, P_FIRST_ROW, P_NROWS, P_NVALUES, P_TYPE, ST_CORRUPT, ST_FULL, ST_OK,
+    P_BODY, P_CSIZE, P_ENCODING, P_FIRST_ROW, P_NROWS, P_NVALUES, P_TYPE, ST_CORRUPT, ST_OK,
     ST_UNSUPPORTED,
 )
 from ._hybrid_kernels import hybrid_at
@@ -56,69 +56,81 @@ def _plain_offsets(buf, pos, end, n, fixed, starts):
 
 
 @njit(cache=True, nogil=True)
-def _put(data, at, src, s, ln, room):
-    """Copy ``src[s:s+ln]`` to ``data[at:]`` when it fits; returns whether everything so far fitted."""
-    if room and at + ln <= data.shape[0]:
+def _grow(data, at, need):
+    """A copy of ``data[:at]`` in a buffer of at least ``need`` bytes (doubling: amortised, one
+    extra copy of the output in all)."""
+    grown = np.empty(max(need, 2 * data.shape[0]), np.uint8)
+    grown[:at] = data[:at]
+    return grown
+
+
+@njit(cache=True, nogil=True)
+def _put(data, at, src, s, ln):
+    """Copy ``src[s:s+ln]`` to ``data[at:]``; returns ``data``, or a larger copy when it was too short."""
+    if at + ln > data.shape[0]:
+        data = _grow(data, at, at + ln)
+    if ln <= 16:
+        for b in range(ln):
+            data[at + b] = src[s + b]
+    else:
         data[at:at + ln] = src[s:s + ln]
-        return True
-    return False
+    return data
 
 
 @njit(cache=True, nogil=True)
 def _page_values(enc, vbuf, v0, v1, nvals, fixed, dbytes, doff, dict_n, vidx, sel, valid, k0, j,
-                 offsets, data, room, scratch):
+                 offsets, data, scratch):
     """Write rows ``k0 .. j`` of one page (``vidx``: each row's index among the page's ``nvals``
     encoded values; ``sel``: the valid rows, ascending) to ``offsets`` / ``data`` (nulls are
-    empty). Returns ``(status, room)``: room False once ``data`` was too small (lengths still
-    counted, nothing more copied)."""
+    empty). Returns ``(status, data)``: ``data`` grown when it was too small."""
     k = sel.shape[0]
     starts = np.empty(0, np.int64)  # where each value's bytes start (PLAIN, DELTA_LENGTH)
     lens = np.empty(0, np.int64)
     src = vbuf
     if enc == ENC_RLE_DICTIONARY or enc == ENC_PLAIN_DICTIONARY:
         if dict_n < 0:
-            return ST_CORRUPT, room
+            return ST_CORRUPT, data
         codes = scratch[k:2 * k]
         if k > 0:
             if v0 >= v1:
-                return ST_CORRUPT, room
+                return ST_CORRUPT, data
             bw = np.int64(vbuf[v0])
             if bw > 32:
-                return ST_CORRUPT, room
+                return ST_CORRUPT, data
             want = scratch[:k]
             for t in range(k):
                 want[t] = vidx[sel[t]]
             if want[k - 1] >= nvals:
-                return ST_CORRUPT, room
+                return ST_CORRUPT, data
             if bw == 0:
                 codes[:] = 0
             elif hybrid_at(vbuf, v0 + 1, v1, bw, want, codes) != ST_OK:
-                return ST_CORRUPT, room
+                return ST_CORRUPT, data
     elif enc == ENC_PLAIN or enc == ENC_DELTA_LENGTH_BYTE_ARRAY or enc == ENC_DELTA_BYTE_ARRAY \
             or (enc == ENC_BYTE_STREAM_SPLIT and fixed > 0):
         top = vidx[sel[k - 1]] + 1 if k > 0 else 0  # values read up to the last wanted one
         if top > nvals:
-            return ST_CORRUPT, room
+            return ST_CORRUPT, data
         if enc == ENC_PLAIN:
             starts = np.empty(top + 1, np.int64)
             if _plain_offsets(vbuf, v0, v1, top, fixed, starts) != ST_OK:
-                return ST_CORRUPT, room
+                return ST_CORRUPT, data
         elif enc == ENC_DELTA_LENGTH_BYTE_ARRAY:
             lens, pos = delta_lengths(vbuf, v0, v1, top)
             if pos < 0:
-                return ST_CORRUPT, room
+                return ST_CORRUPT, data
             starts = np.empty(top + 1, np.int64)
             starts[0] = pos
             for i in range(top):
                 starts[i + 1] = starts[i] + lens[i]
             if starts[top] > v1:
-                return ST_CORRUPT, room
+                return ST_CORRUPT, data
         elif enc == ENC_DELTA_BYTE_ARRAY:
             st, src, starts = _prefixed(vbuf, v0, v1, top, vidx, sel)
             if st != ST_OK:
-                return st, room
+                return st, data
     else:
-        return ST_UNSUPPORTED, room
+        return ST_UNSUPPORTED, data
     c = 0
     for t in range(k0, j):
         at = offsets[t]
@@ -128,34 +140,33 @@ def _page_values(enc, vbuf, v0, v1, nvals, fixed, dbytes, doff, dict_n, vidx, se
         if enc == ENC_RLE_DICTIONARY or enc == ENC_PLAIN_DICTIONARY:
             code = scratch[k + c]
             if code < 0 or code >= dict_n:
-                return ST_CORRUPT, room
+                return ST_CORRUPT, data
             s = doff[code]
             ln = doff[code + 1] - s - (0 if fixed > 0 else 4)
-            room = _put(data, at, dbytes, s, ln, room)
+            data = _put(data, at, dbytes, s, ln)
         elif enc == ENC_BYTE_STREAM_SPLIT:
             i = vidx[t]
             ln = fixed
             if nvals * fixed > v1 - v0:
-                return ST_CORRUPT, room
-            if room and at + ln <= data.shape[0]:
-                for b in range(fixed):
-                    data[at + b] = vbuf[v0 + b * nvals + i]
-            else:
-                room = False
+                return ST_CORRUPT, data
+            if at + ln > data.shape[0]:
+                data = _grow(data, at, at + ln)
+            for b in range(fixed):
+                data[at + b] = vbuf[v0 + b * nvals + i]
         elif enc == ENC_DELTA_BYTE_ARRAY:
             s = starts[2 * c]
             ln = starts[2 * c + 1]
-            room = _put(data, at, src, s, ln, room)
+            data = _put(data, at, src, s, ln)
         else:
             i = vidx[t]
             s = starts[i]
             ln = starts[i + 1] - s - (4 if enc == ENC_PLAIN and fixed == 0 else 0)
-            room = _put(data, at, vbuf, s, ln, room)
+            data = _put(data, at, vbuf, s, ln)
         if fixed > 0 and ln != fixed:
-            return ST_CORRUPT, room
+            return ST_CORRUPT, data
         offsets[t + 1] = at + ln
         c += 1
-    return ST_OK, room
+    return ST_OK, data
 
 
 @njit(cache=True, nogil=True)
@@ -231,48 +242,47 @@ def read_bytes_at(buf, pages, npages, codec, fixed, max_def, positions, offsets,
     layout (nulls empty), ``valid`` whether each row is not null. ``iwork`` (int64, at least ``4 *
     len(positions)``) and ``bwork`` (uint8, at least :func:`._page_kernels.work_bytes`) are scratch.
 
-    Returns ``ST_OK``, ``ST_CORRUPT``, ``ST_UNSUPPORTED`` or ``ST_FULL`` -- ``data`` was too small:
-    ``offsets[-1]`` then says how many bytes it needs (call again with that many).
+    Returns ``(status, data)``: ``ST_OK``, ``ST_CORRUPT`` or ``ST_UNSUPPORTED``, and ``data`` or
+    the larger buffer it grew into (the values are ``data[:offsets[-1]]``).
     Cost: the dictionary page and the data pages holding a wanted row are decompressed; PLAIN and
     DELTA pages are read up to their last wanted value, dictionary codes only where wanted.
     """
     m = positions.shape[0]
     ok, dbytes, page_buf, vidx, scratch, selw = split_work(pages, npages, codec, positions, iwork, bwork)
     if not ok or offsets.shape[0] != m + 1:
-        return ST_CORRUPT
+        return ST_CORRUPT, data
     doff = np.zeros(1, np.int64)
     dict_n = np.int64(-1)
-    room = True
     offsets[0] = 0
     j = 0
     for p in range(npages):
         kind = pages[p, P_TYPE]
         if kind == 2:
             if dict_n >= 0:
-                return ST_CORRUPT  # a second dictionary page
+                return ST_CORRUPT, data  # a second dictionary page
             st, doff = _dictionary(buf, pages, p, codec, fixed, dbytes)
             if st != ST_OK:
-                return st
+                return st, data
             dict_n = doff.shape[0] - 1
             continue
         k0 = j
         j = wanted_rows(pages, p, positions, k0)
         if j < 0:
-            return ST_CORRUPT
+            return ST_CORRUPT, data
         if j == k0:
             continue  # no wanted row here (or an index page): the page is not even decompressed
         first = pages[p, P_FIRST_ROW]
         nrows = pages[p, P_NROWS]
         st, lbuf, l0, l1, vbuf, v0, v1 = page_sections(buf, pages, p, codec, max_def, page_buf)
         if st != ST_OK:
-            return st
+            return st, data
         ndef, c = levels_at(lbuf, l0, l1, max_def, first, nrows, positions, k0, j, valid, vidx, selw)
         if ndef < 0:
-            return ST_CORRUPT
-        st, room = _page_values(pages[p, P_ENCODING], vbuf, v0, v1, ndef, fixed, dbytes, doff, dict_n, vidx,
-                                selw[:c], valid, k0, j, offsets, data, room, scratch)
+            return ST_CORRUPT, data
+        st, data = _page_values(pages[p, P_ENCODING], vbuf, v0, v1, ndef, fixed, dbytes, doff, dict_n, vidx,
+                                selw[:c], valid, k0, j, offsets, data, scratch)
         if st != ST_OK:
-            return st
+            return st, data
     if j < m:
-        return ST_CORRUPT
-    return ST_OK if room else ST_FULL
+        return ST_CORRUPT, data
+    return ST_OK, data

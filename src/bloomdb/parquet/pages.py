@@ -308,15 +308,16 @@ class ParquetColumns:
         m = positions.shape[0]
         offsets = np.empty(m + 1, np.int64)
         valid = np.empty(m, np.bool_)
-        data = np.empty(max(col.fixed * m, 1 << 16), np.uint8)
+        # a first guess at the output's size (the kernel grows it when short): the chunk's
+        # uncompressed bytes pro rata, which PLAIN values never exceed
+        meta = self.metadata.row_group(row_group).column(col.index)
+        rows = max(self.metadata.row_group(row_group).num_rows, 1)
+        guess = min(max(meta.total_uncompressed_size, 0), 1 << 30) * m // rows
+        data = np.empty(max(col.fixed * m, guess, 1 << 12), np.uint8)
         work = self._take_work(4 * m, int(K.work_bytes(pages, n, kcodec)))
         try:
-            while True:
-                st = B.read_bytes_at(buf, pages, n, kcodec, col.fixed, col.max_def, positions, offsets, data,
-                                     valid, *work)
-                if st != H.ST_FULL:
-                    break
-                data = np.empty(int(offsets[-1]), np.uint8)
+            st, data = B.read_bytes_at(buf, pages, n, kcodec, col.fixed, col.max_def, positions, offsets, data,
+                                       valid, *work)
         finally:
             self._give_work(work)
         if m and not self._status(st, where):

@@ -84,24 +84,27 @@ def split_points(kdata, koff, voff, table_bytes):
 
 
 @njit(cache=True, nogil=True)
-def not_covered(kdata, koff, trailers, idx, tdata, toff, tseq):
-    """For the entries ``idx``: False where a range tombstone hides the entry. Tombstone ``j``
-    is ``[start, end)`` = packed keys ``2j`` and ``2j + 1`` of ``tdata/toff``, sequence
-    ``tseq[j]``; it hides an entry of a key in its range with a smaller sequence.
-    Cost: O(len(idx) * tombstones) key comparisons (tombstones are few)."""
+def not_covered(kdata, koff, trailers, idx, bdata, boff, fseq):
+    """For the entries ``idx``: False where a range tombstone hides the entry. The tombstones
+    come as non-overlapping fragments: sorted bound keys ``0..m`` (packed ``bdata/boff``),
+    fragment ``j`` = ``[bound j, bound j + 1)`` hiding entries with a sequence below ``fseq[j]``
+    (0: none). Cost: one binary search over the bounds per entry."""
     n = idx.shape[0]
-    nt = tseq.shape[0]
+    m = fseq.shape[0]
     keep = np.ones(n, np.bool_)
     for x in range(n):
         i = idx[x]
         a = koff[i]
         la = koff[i + 1] - a
-        seq = trailers[i] >> np.uint64(8)
-        for j in range(nt):
-            if seq < tseq[j]:
-                s = toff[2 * j]
-                e = toff[2 * j + 1]
-                if _cmp(kdata, a, la, tdata, s, e - s) >= 0 and _cmp(kdata, a, la, tdata, e, toff[2 * j + 2] - e) < 0:
-                    keep[x] = False
-                    break
+        lo = 0
+        hi = m + 1
+        while lo < hi:  # bounds <= key
+            mid = (lo + hi) >> 1
+            if _cmp(bdata, boff[mid], boff[mid + 1] - boff[mid], kdata, a, la) <= 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        j = lo - 1
+        if 0 <= j < m and (trailers[i] >> np.uint64(8)) < fseq[j]:
+            keep[x] = False
     return keep

@@ -64,7 +64,7 @@ def merge_arrays(runs, smallest_snapshot: int, bottom: bool, range_dels=()):
     idx = K.merge_runs(kdata, koff, trs, np.array(starts, np.int64), smallest_snapshot, bottom)
     live = [t for t in range_dels if t[2] <= smallest_snapshot]
     if live:
-        idx = idx[tombstones.not_covered(kdata, koff, trs, idx, live)]
+        idx = idx[tombstones.Fragments(live).not_covered(kdata, koff, trs, idx)]
     kd, ko = gather(kdata, koff, idx)
     vd, vo = gather(vdata, voff, idx)
     return kd, ko, trs[idx], vd, vo

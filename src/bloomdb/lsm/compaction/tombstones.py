@@ -1,12 +1,15 @@
 """Range tombstones in compactions (:mod:`bloomdb.lsm.rangedel` states the rule they follow).
 
 A compaction drops every input entry a tombstone visible to every snapshot hides
-(:func:`not_covered`), hands its inputs' tombstones to its first output table, and drops a
+(:class:`Fragments`), hands its inputs' tombstones to its first output table, and drops a
 tombstone once nothing older can be under it (:func:`droppable`). A table must hold an entry:
 an output that would hold only tombstones gets :func:`sentinel`.
 """
 
 from __future__ import annotations
+
+import heapq
+from bisect import bisect_right
 
 import numpy as np
 
@@ -14,17 +17,43 @@ from ..sstable.builder import pack_bytes
 from . import _merge_kernels as K
 
 
-def packed(tombs):
-    """``(tdata, toff, tseq)`` of :func:`._merge_kernels.not_covered` for ``(start, end, seq)`` tuples."""
-    tdata, toff = pack_bytes([x for s, e, _ in tombs for x in (s, e)])
-    return tdata, toff, np.array([q for _, _, q in tombs], np.uint64)
+class Fragments:
+    """Tombstones ``(start, end, seq)`` cut into non-overlapping fragments (RocksDB's
+    ``FragmentedRangeTombstoneList``): sorted ``bounds`` and, per fragment ``[bounds[j],
+    bounds[j + 1])``, ``seqs[j]`` the largest sequence of the tombstones covering it (0: none).
+    Built once (a sweep: O(T log T)); then a key's covering sequence is one binary search."""
 
+    __slots__ = ("bounds", "seqs", "_packed")
 
-def not_covered(kdata, koff, trailers, idx, tombs):
-    """Mask over ``idx`` (entry indexes): True where no tombstone of ``tombs`` hides the entry."""
-    if not tombs or idx.shape[0] == 0:
-        return np.ones(idx.shape[0], np.bool_)
-    return K.not_covered(kdata, koff, trailers, idx, *packed(tombs))
+    def __init__(self, tombs):
+        self.bounds = sorted({x for s, e, _ in tombs for x in (s, e)})
+        self.seqs = []
+        starts = sorted(tombs)
+        heap: list = []
+        i = 0
+        for b in self.bounds[:-1]:
+            while i < len(starts) and starts[i][0] <= b:
+                heapq.heappush(heap, (-starts[i][2], starts[i][1]))
+                i += 1
+            while heap and heap[0][1] <= b:  # ended before this fragment
+                heapq.heappop(heap)
+            self.seqs.append(-heap[0][0] if heap else 0)
+        self._packed = None
+
+    def __bool__(self) -> bool:
+        return any(self.seqs)
+
+    def covering(self, key: bytes) -> int:
+        """The largest sequence of a tombstone covering ``key`` (0: none)."""
+        j = bisect_right(self.bounds, key) - 1
+        return self.seqs[j] if 0 <= j < len(self.seqs) else 0
+
+    def not_covered(self, kdata, koff, trailers, idx):
+        """Mask over ``idx`` (entry indexes): True where no tombstone hides the entry."""
+        if self._packed is None:
+            bd, bo = pack_bytes(self.bounds)
+            self._packed = (bd, bo, np.array(self.seqs, np.uint64))
+        return K.not_covered(kdata, koff, trailers, idx, *self._packed)
 
 
 def droppable(tomb, others, smallest_snapshot: int) -> bool:
