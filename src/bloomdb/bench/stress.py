@@ -191,6 +191,25 @@ def verify_cycle(db, cycle: int, acked: int) -> list[str]:
     return problems
 
 
+def run_and_kill(child, seconds: float) -> bytes:
+    """Fork a child that runs ``child(write_fd)`` (it must never return: ``os._exit``), SIGKILL it
+    after ``seconds`` and return everything it wrote to the pipe."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child never returns
+        os.close(r)
+        child(w)
+    os.close(w)
+    time.sleep(seconds)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    data = b""
+    while chunk := os.read(r, 1 << 16):
+        data += chunk
+    os.close(r)
+    return data
+
+
 def kill_check(path: str, kills: int, kill_every: float = 0.25, seed: int = 0, report=print, tick=None) -> int:
     """Kill a writing child ``kills`` times (after 0.02..``kill_every`` s); returns problems found.
     ``tick(1)``, if given, is called after every cycle."""
@@ -199,19 +218,7 @@ def kill_check(path: str, kills: int, kill_every: float = 0.25, seed: int = 0, r
     bad = 0
     acked_cycles: list[tuple[int, int]] = []
     for cycle in range(kills):
-        r, w = os.pipe()
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - the child never returns
-            os.close(r)
-            _child(path, cycle, w)
-        os.close(w)
-        time.sleep(rng.uniform(0.02, max(0.03, kill_every)))
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        data = b""
-        while chunk := os.read(r, 1 << 16):
-            data += chunk
-        os.close(r)
+        data = run_and_kill(lambda w: _child(path, cycle, w), rng.uniform(0.02, max(0.03, kill_every)))
         acked = struct.unpack_from("<I", data, (len(data) // 4 - 1) * 4)[0] if len(data) >= 4 else -1
         with DB.open(path, stress_options()) as db:
             if acked >= 0:
