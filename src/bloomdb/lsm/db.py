@@ -493,7 +493,7 @@ class DB:
             snap = snapshot.seq if own is None else own.seq
             px = self.options.prefix_extractor
             q = None if prefix is None or px is None else px.for_prefix(lo)
-            view = rangedel.view(self._state, lo, hi, snap, None if q is None else (px.name, q, self._stats))
+            view = rangedel.view(self._state, lo, hi, snap, None if q is None else (px.name, q, self._stats, lo, hi))
         it = Iterator(view, lo, hi, reverse, include_key, include_value, None if own is None else own.close)
         self._iterators.add(it)
         return it

@@ -75,8 +75,9 @@ def half_open(start, stop, include_start: bool, include_stop: bool, prefix):
 class View:
     """What an iterator reads: the packed memtable entries of its range, a version and a
     sequence number (and the store's range tombstones, when it has any). ``prefix``: ``(extractor
-    name, prefix, counters)`` -- tables whose prefix filter rules the prefix out are not read
-    (``counters["prefix_checks"]``/``["prefix_skips"]`` count the checks)."""
+    name, prefix, counters, lo, hi)`` -- of the tables whose key range meets ``[lo, hi)``, those
+    whose prefix filter rules the prefix out are not read (``counters["prefix_checks"]`` /
+    ``["prefix_skips"]`` count the checks)."""
 
     __slots__ = ("mem", "version", "snap", "hide", "tables")
 
@@ -87,7 +88,9 @@ class View:
         self.hide = hide
         self.tables = [[r.table for r in level] for level in version.levels]
         if prefix is not None:
-            name, p, counters = prefix
+            name, p, counters, a, b = prefix
+            self.tables = [[t for t in level if not ((b is not None and t.min_key >= b) or t.max_key < a)]
+                           for level in self.tables]
             n = sum(map(len, self.tables))
             self.tables = [[t for t in level if t.prefix_may_match(name, p)] for level in self.tables]
             counters["prefix_checks"] += n

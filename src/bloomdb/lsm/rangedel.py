@@ -77,6 +77,8 @@ def of_state(mem, imm, version, snap: int) -> Tombstones | None:
     if not (mem.rdels or version.range_dels or (imm is not None and imm.rdels)):
         return None
     lists = (mem.rdels, () if imm is None else imm.rdels, version.range_dels)
+    if snap >= max(version.range_dels_seq, lists[0][-1][2] if lists[0] else 0, lists[1][-1][2] if lists[1] else 0):
+        snap = MAX_SEQ  # sees every tombstone: the same answer as "now" (one cache entry for all such readers)
     key = (id(lists[0]), id(lists[1]), id(lists[2]), snap)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is lists[0] and hit[1] is lists[1] and hit[2] is lists[2]:
