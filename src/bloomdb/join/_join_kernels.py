@@ -200,3 +200,33 @@ def weighted_isum(bits, signed, positions, use_pos, weights, use_w, valid, use_v
         bound += abs(t)
         cnt += w
     return wrapped, approx, bound, cnt
+
+
+@njit(cache=True, nogil=True)
+def merge_unmatched(pos, groups, unmatched, group_start, group_rows, expand, out_pos, out_row):
+    """Probe order merge of matched rows ``pos`` (ascending, key groups ``groups``) and
+    ``unmatched`` rows (ascending, disjoint from ``pos``): a matched row emits one pair per build
+    row of its group when ``expand`` (else once, with its group's row count in ``out_row``), an
+    unmatched row once with build row -1 (with ``expand`` False: count 1). Returns the pairs written."""
+    i = 0
+    u = 0
+    o = 0
+    while i < pos.shape[0] or u < unmatched.shape[0]:
+        if u >= unmatched.shape[0] or (i < pos.shape[0] and pos[i] < unmatched[u]):
+            g = groups[i]
+            if expand:
+                for r in range(group_start[g], group_start[g + 1]):
+                    out_pos[o] = pos[i]
+                    out_row[o] = group_rows[r]
+                    o += 1
+            else:
+                out_pos[o] = pos[i]
+                out_row[o] = group_start[g + 1] - group_start[g]
+                o += 1
+            i += 1
+        else:
+            out_pos[o] = unmatched[u]
+            out_row[o] = -1 if expand else 1
+            o += 1
+            u += 1
+    return o

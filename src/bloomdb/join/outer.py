@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from . import _join_kernels as K
 from .build import BuildSide
 
 _NONE = np.zeros(0, np.int64)
@@ -21,17 +22,14 @@ def pairs(bs: BuildSide, how: str, pos: np.ndarray, grp: np.ndarray,
           unmatched: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """``(probe positions, build rows or None)`` of the result rows of one chunk: ``pos`` / ``grp``
     the matched probe rows and their key groups, ``unmatched`` the probe rows without a match that
-    the join keeps (left, full, anti). Cost: one pass per result row (left/full: plus a sort)."""
+    the join keeps (left, full, anti). Cost: one kernel pass per result row (no sort)."""
     if how == "semi":
         return pos, None
     if how == "anti":
         return unmatched, None
-    p, r = bs.expand(pos, grp)
     if how in ("inner", "right") or unmatched.shape[0] == 0:
-        return p, r
-    allp = np.concatenate([p, unmatched])
-    order = np.argsort(allp, kind="stable")
-    return allp[order], np.concatenate([r, np.full(unmatched.shape[0], -1, np.int64)])[order]
+        return bs.expand(pos, grp)
+    return _merge(bs, pos, grp, unmatched, True)
 
 
 def probe_weights(bs: BuildSide, how: str, pos: np.ndarray, grp: np.ndarray,
@@ -42,12 +40,18 @@ def probe_weights(bs: BuildSide, how: str, pos: np.ndarray, grp: np.ndarray,
         return pos, None
     if how == "anti":
         return unmatched, None
-    w = bs.group_count[grp]
     if unmatched.shape[0] == 0:
-        return pos, w
-    allp = np.concatenate([pos, unmatched])
-    order = np.argsort(allp, kind="stable")
-    return allp[order], np.concatenate([w, np.ones(unmatched.shape[0], np.int64)])[order]
+        return pos, bs.group_count[grp]
+    return _merge(bs, pos, grp, unmatched, False)
+
+
+def _merge(bs: BuildSide, pos, grp, unmatched, expand: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Matched and unmatched probe rows in probe order, one kernel pass (no sort)."""
+    n = (int(bs.group_count[grp].sum()) if expand else pos.shape[0]) + unmatched.shape[0]
+    out_pos = np.empty(n, np.int64)
+    out_row = np.empty(n, np.int64)
+    K.merge_unmatched(pos, grp, unmatched, bs.group_start, bs.group_rows, expand, out_pos, out_row)
+    return out_pos, out_row
 
 
 def unmatched_rows(n: int, matched: np.ndarray, alive: np.ndarray | None) -> np.ndarray:
