@@ -29,8 +29,9 @@ from bloomdb.errors import InvalidArgument  # noqa: E402
 
 @pytest.fixture(scope="module")
 def client():
-    """Two in-process workers (threads): real scheduler, real transfers, fast to start."""
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
+    """Two worker processes, as on a real cluster: every filter, build table and partition crosses
+    a process boundary (pickled, CRC-checked on arrival). Started once per module."""
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0")
     c = distributed.Client(cluster)
     yield c
     c.close()

@@ -209,19 +209,22 @@ class _ParquetChunk(ProbeChunk):
             self._count(name, self.num_rows)
         return a
 
-    def _pages(self, name: str, positions: np.ndarray | None):
-        """``(values, valid)`` at ascending ``positions`` (None: all rows) from the page reader,
-        or None when it does not read this column chunk (or pyarrow has decoded it already)."""
+    def _pages(self, name: str, positions: np.ndarray | None, arrow: bool = False):
+        """``(values, valid)`` (``arrow``: a pyarrow Array, strings too) at ascending
+        ``positions`` (None: all rows) from the page reader, or None when it does not read this
+        column chunk (or pyarrow has decoded it already)."""
         cols = self.src.columns
         if name in self._cols or not cols.supports(name, self.group):
             return None
-        got = cols.read(self.group, name, positions)
+        got = (cols.read_arrow if arrow else cols.read)(self.group, name, positions)
         if got is not None:
             self._count(name, self.num_rows if positions is None else positions.shape[0])
         return got
 
     def keys(self, key, domain):
-        got = self._pages(key, None) if domain.kind == "int" else None
+        got = self._pages(key, None, arrow=domain.kind != "int")
+        if got is not None and domain.kind != "int":
+            return from_arrow(got, domain)
         if got is not None:
             return from_values(got[0], got[1], self.src.schema.field(key).type, domain)
         return from_arrow(self._col(key), domain)
@@ -237,12 +240,8 @@ class _ParquetChunk(ProbeChunk):
         """Numbers, dates, timestamps, strings and binary from the page reader (only the wanted
         rows decoded when they are few), other columns from pyarrow, whole."""
         dense = whole or positions.shape[0] * DENSE > self.num_rows
-        got = None
-        cols = self.src.columns
-        if name not in self._cols and (dense or _ascending(positions)) and cols.supports(name, self.group):
-            got = cols.read_arrow(self.group, name, None if dense else positions)
+        got = self._pages(name, None if dense else positions, arrow=True) if dense or _ascending(positions) else None
         if got is not None:
-            self._count(name, self.num_rows if dense else positions.shape[0])
             return gather(got, positions) if dense else got
         return gather(self._col(name), positions)
 

@@ -49,9 +49,10 @@ class Options:
     """Tuning knobs of :class:`bloomdb.lsm.DB`.
 
     * ``filter``: filter registry spec for every table (``"blocked:10"``; ``None`` = no filter).
-      Any family of :func:`bloomdb.filters.available` works; ``blocked`` filters are probed by
-      the store's own kernel, others through their family's own contract (``might_contain``:
-      the family hashes the key its own way). A table's filter says its family in its bytes, so
+      Any family of :func:`bloomdb.filters.available` works; every family with a probe
+      descriptor (all but ``scalable``) is checked inside the store's probe kernel by the
+      family's own ``check_hash`` on its own hash of the key, ``scalable`` through its
+      ``might_contain_many``. A table's filter says its family in its bytes, so
       tables written under another spec stay readable. A table's filter is read on its first
       lookup and kept in memory. :meth:`DB.open` refuses a spec (bad family or parameters, or a
       family the store cannot use) with ``InvalidArgument`` naming it.
@@ -70,7 +71,7 @@ class Options:
       ``filter_partition_blocks`` (16) data blocks, each read on demand (and kept) by the first
       lookup that needs it, found through a small partition index -- for tables too big to keep
       every filter in memory. The probe kernel finds the partition and checks it itself once
-      it is read (``blocked`` partitions; other families are asked in Python).
+      it is read (the same families as above).
     * ``wal_buffer_bytes``: ``0`` (default, LevelDB's behaviour): every write reaches the OS
       before ``put`` returns, so a crash of the process never loses an acknowledged write (an OS
       crash can lose unsynced ones; ``sync=True`` writes never). A positive value buffers unsynced
