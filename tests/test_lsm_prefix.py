@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from bloomdb import filters
 from bloomdb.errors import InvalidArgument
 from bloomdb.lsm import DB
 from bloomdb.lsm import prefix
@@ -84,3 +85,30 @@ def test_bad_extractors_are_refused(tmp_path):
     with pytest.raises(InvalidArgument):
         CappedPrefix(True)
     assert not (tmp_path / "x").exists() or not any((tmp_path / "x").iterdir())
+
+
+PREFIX_SPECS = [filters.family(i.name).example_spec or i.name for i in filters.available()]
+
+
+@pytest.mark.parametrize("spec", PREFIX_SPECS)
+def test_prefix_filters_are_asked_in_one_kernel_call_like_the_family(tmp_path, spec):
+    """The version's prefix-filter layout (:mod:`bloomdb.lsm.probe.prefixes`) answers exactly as
+    each table's own prefix filter, and every family with a probe descriptor (all but
+    ``scalable``) is checked in-kernel, not through the generic single-key ``might_contain``."""
+    db = DB.open(str(tmp_path / "db"), small_options(background_compaction=False, level0_trigger=1000,
+                                                     level0_stop=1000, filter=spec, prefix_extractor=FixedPrefix(3)))
+    for i in range(600):
+        db.put(b"p%02d-%05d" % (i % 40, i), b"v")
+    db.flush()
+    ver = db._state[2]
+    tables = [r.table for r in ver.slots]
+    assert len(tables) > 2
+    pf = ver.prefix_filters("fixed:3")
+    in_kernel = [type(pf.where[t.number]) is int for t in tables]
+    assert all(in_kernel) == (not spec.startswith("scalable")), (spec, in_kernel)
+    for p in [b"p%02d" % i for i in range(60)] + [b"\x00\x00\x00", b"zzz"]:
+        want = [t.prefix_may_match("fixed:3", p) for t in tables]
+        assert pf.may_match(tables, p) == want, (spec, p)
+        assert pf.may_match(tables[::-1], p) == want[::-1], (spec, p)
+        assert list(db.iterator(prefix=p)) == [(k, b"v") for k in sorted(b"p%02d-%05d" % (i % 40, i) for i in range(600)) if k.startswith(p)]
+    db.close()

@@ -92,7 +92,8 @@ class View:
             self.tables = [[t for t in level if not ((b is not None and t.min_key >= b) or t.max_key < a)]
                            for level in self.tables]
             n = sum(map(len, self.tables))
-            self.tables = [[t for t in level if t.prefix_may_match(name, p)] for level in self.tables]
+            keep = iter(version.prefix_filters(name).may_match([t for level in self.tables for t in level], p))
+            self.tables = [[t for t in level if next(keep)] for level in self.tables]
             counters["prefix_checks"] += n
             counters["prefix_skips"] += n - sum(map(len, self.tables))
 

@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass
 
 from .probe.directory import Directory
+from .probe.prefixes import PrefixFilters
 from .options import MAX_LEVELS
 
 
@@ -41,6 +42,7 @@ class Version:
         self.range_dels_seq = max((t[2] for t in self.range_dels), default=0)  # the newest one's sequence
         self._probe = None
         self.directory = None
+        self._prefix_filters: dict = {}  # extractor name -> PrefixFilters (built on first use)
         self._lock = threading.Lock()
 
     def apply(self, deleted: set[int], added: list[TableRef]) -> "Version":
@@ -80,6 +82,17 @@ class Version:
                 self.directory = Directory(self.slots, self.levels)
                 self._probe = (self.directory.array,)
             return self._probe
+
+    def prefix_filters(self, name: str) -> PrefixFilters:
+        """The tables' prefix filters for extractor ``name`` laid out for one kernel call
+        (:mod:`.probe.prefixes`); built on the first prefix iterator, then kept."""
+        pf = self._prefix_filters.get(name)
+        if pf is None:
+            with self._lock:
+                pf = self._prefix_filters.get(name)
+                if pf is None:
+                    pf = self._prefix_filters[name] = PrefixFilters([r.table for r in self.slots], name)
+        return pf
 
     def refresh_probe(self):
         """The probe tuple after the directory was laid out again (a lazy load may do that)."""

@@ -141,6 +141,15 @@ class Table:
         ``name``): False only when its prefix filter, written under that same extractor, says
         no. A table without one, written under another extractor, or whose filter is damaged
         answers True. The filter is read from the meta block on the first call and kept."""
+        f = self.prefix_filter(name)
+        if f is True or f is False:
+            return f
+        return f.might_contain(prefix)
+
+    def prefix_filter(self, name: str):
+        """The table's prefix filter for extractor ``name``: a filter, or ``True`` (none usable:
+        no filter, another extractor, damaged -- every prefix may match) or ``False`` (no key of
+        the table has a prefix). Read from the meta block on the first call and kept."""
         m = self.meta
         if m.prefix_name != name:
             return True
@@ -152,9 +161,7 @@ class Table:
                 self.filter_damaged = True
                 f = True
             self._prefix = f
-        if f is True or f is False:
-            return f
-        return f.might_contain(prefix)
+        return f
 
     @property
     def filter_loaded(self) -> bool:
