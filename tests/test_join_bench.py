@@ -57,14 +57,14 @@ def test_bad_peer_is_refused(capsys):
 def test_join_bench_shapes_run_every_engine_and_cross_check(tmp_path, capsys):
     out = tmp_path / "shapes.json"
     rc = main(["join-bench", "--rows", "20000", "--repeats", "1", "--no-fractions", "--shapes",
-               "m2m,m2m_rows,multikey,groupby,dataset", "--json", str(out)])
+               "m2m,m2m_rows,multikey,groupby,left_rows,dataset", "--cpu-time", "--json", str(out)])
     assert rc == 0
     text = capsys.readouterr().out
-    for shape in ("m2m", "m2m_rows", "multikey", "groupby", "dataset"):
+    for shape in ("m2m", "m2m_rows", "multikey", "groupby", "left_rows", "dataset"):
         for engine in ("bloomdb", "duckdb", "polars"):
             assert any(line.split()[:2] == [shape, engine] for line in text.splitlines()), (shape, engine)
     runs = json.loads(out.read_text())
-    assert len(runs) == 15
+    assert len(runs) == 18
     # the shapes' answers are cross-checked inside the run (an engine that disagrees raises)
     (m2m_rows,) = {r["result"]["rows"] for r in runs if r["engine"].startswith("m2m_rows")}
     assert 0.8 * 20000 < m2m_rows < 1.2 * 20000  # 10% of probe rows match, 10 build rows each

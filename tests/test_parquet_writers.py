@@ -12,6 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from bloomdb.parquet import ParquetColumns
 
@@ -164,3 +166,36 @@ def test_nested_columns_are_declined_by_every_name(tmp_path):
         for name in ("l", "st", "st.a", "st.b", "l.list.element"):
             assert not pc.supports(name)
             assert pc.read(0, name) is None and pc.read_arrow(0, name) is None
+
+
+_STRING_OPTIONS = st.fixed_dictionaries({
+    "compression": st.sampled_from(["NONE", "SNAPPY", "ZSTD", "GZIP", "LZ4", "BROTLI"]),
+    "data_page_version": st.sampled_from(["1.0", "2.0"]),
+    "data_page_size": st.sampled_from([1, 100, 4096, 1 << 20]),
+    "row_group_size": st.sampled_from([1, 13, 500, 10**6]),
+    "write_statistics": st.booleans(),
+    "write_page_checksum": st.booleans(),
+    "dictionary_pagesize_limit": st.sampled_from([64, 1 << 20]),
+    "string_encoding": st.sampled_from(["DICT", "PLAIN", "DELTA_BYTE_ARRAY", "DELTA_LENGTH_BYTE_ARRAY"]),
+    "int_encoding": st.sampled_from(["DICT", "PLAIN", "DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT"]),
+})
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(options=_STRING_OPTIONS, rows=st.sampled_from([0, 1, 37, 900]), seed=st.integers(0, 2**16))
+def test_random_pyarrow_options_with_strings(tmp_path, options, rows, seed):
+    """Random combinations of the writer options above (tiny pages and row groups, dictionary
+    fallback, per-column encodings) on every flat type: equal to pyarrow's reading."""
+    options = dict(options)
+    senc, ienc = options.pop("string_encoding"), options.pop("int_encoding")
+    encoding = {}
+    if senc != "DICT":
+        encoding.update({c: senc for c in ("s", "u", "b")})
+    if ienc != "DICT":
+        encoding.update({c: ienc for c in ("i32", "i64", "d", "ts")})
+    if encoding:
+        options.update(use_dictionary=[c for c in ("s", "u", "b", "i32", "i64", "d", "ts") if c not in encoding],
+                       column_encoding=encoding)
+    p = tmp_path / "random.parquet"
+    pq.write_table(matrix_table(rows, seed), p, **options)
+    check_arrow(p, seed=seed, declined=NESTED)

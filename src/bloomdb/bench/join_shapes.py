@@ -9,6 +9,8 @@ Polars in the same run, answers cross-checked:
 * ``multikey`` — a two-column key (int64, int32) at 10% match; the sums of the payload.
 * ``groupby`` — the star-schema query: the fact (probe) joined to a dimension whose 50% of keys
   match, ``sum`` / ``count(*)`` grouped by a 20-value string attribute of the dimension.
+* ``left_rows`` — a left join at 10% match returning its rows (probe key, a probe and a build
+  column: ``rows`` rows, 90% with a null build column).
 * ``dataset`` — the payload-sum query at 10% match over the probe written as 10 Parquet files
   (bloomdb: the folder; DuckDB: ``read_parquet`` of the glob; Polars: ``scan_parquet``).
 
@@ -28,7 +30,7 @@ import pyarrow as pa
 
 from .join_bench import PAYLOAD, Run, _best, _scramble, make_probe
 
-SHAPES = ("m2m", "m2m_rows", "multikey", "groupby", "dataset")
+SHAPES = ("m2m", "m2m_rows", "multikey", "groupby", "left_rows", "dataset")
 
 
 def _m2m_build(universe: int, seed: int = 11) -> pa.Table:
@@ -74,13 +76,16 @@ def _agree(a: Any, b: Any) -> bool:
 
 
 def run(rows: int = 20_000_000, shapes=SHAPES, threads: int = 2, repeats: int = 3, compare=("duckdb", "polars"),
-        workdir: str | None = None, log: Callable[[str], None] = print) -> list[Run]:
+        workdir: str | None = None, log: Callable[[str], None] = print, cpu: bool = False) -> list[Run]:
     """Run every shape of ``shapes``; each Run's ``fraction`` field holds the shape's index.
-    Raises InvalidArgument for a shape not in :data:`SHAPES`."""
+    ``cpu``: time CPU seconds of the process (``time.process_time``, fair with ``threads=1``) instead
+    of wall time. Raises InvalidArgument for a shape not in :data:`SHAPES`."""
+    import time
     from .. import columnar
     from ..errors import InvalidArgument
     from ..join import hash_join
 
+    clock = time.process_time if cpu else time.perf_counter
     unknown = [s for s in shapes if s not in SHAPES]
     if unknown:
         raise InvalidArgument(f"unknown join shape {', '.join(unknown)} (known: {', '.join(SHAPES)})")
@@ -127,14 +132,14 @@ def run(rows: int = 20_000_000, shapes=SHAPES, threads: int = 2, repeats: int = 
                 build = _m2m_build(universe)
                 if shape == "m2m":
                     aggs = ["count(*)", "sum(i0)", "sum(f0)", "sum(payload)"]
-                    sec, out = _best(lambda: hash_join(cpath, build, on="k", aggregates=aggs, **kw), repeats)
+                    sec, out = _best(lambda: hash_join(cpath, build, on="k", aggregates=aggs, **kw), repeats, clock)
                     record("bloomdb columnar", sec, [tuple(out.values())])
                     sql = "SELECT count(*), sum(p.i0), sum(p.f0), sum(b.payload) FROM p JOIN b ON p.k = b.k"
                     plq = lambda pb, bb: pb.lazy().join(bb.lazy(), on="k").select(  # noqa: E731
                         [pl.len(), pl.col("i0").sum(), pl.col("f0").sum(), pl.col("payload").sum()])
                 else:
                     sec, out = _best(lambda: hash_join(cpath, build, on="k", columns=["k", "i0", "payload"], **kw),
-                                     repeats)
+                                     repeats, clock)
                     record("bloomdb columnar", sec, out, f"{out.num_rows:,} rows")
                     sql = "SELECT p.k, p.i0, b.payload FROM p JOIN b ON p.k = b.k"
                     plq = lambda pb, bb: pb.lazy().select(["k", "i0"]).join(bb.lazy(), on="k")  # noqa: E731
@@ -143,16 +148,25 @@ def run(rows: int = 20_000_000, shapes=SHAPES, threads: int = 2, repeats: int = 
                 build = pa.table({"a": pa.array(keys >> 10), "b": pa.array((keys & 1023).astype(np.int32)),
                                   "payload": np.arange(keys.shape[0], dtype=np.int64)})
                 aggs = [f"sum({c})" for c in PAYLOAD[:2]] + ["count(*)"]
-                sec, out = _best(lambda: hash_join(cpath, build, on=["a", "b"], aggregates=aggs, **kw), repeats)
+                sec, out = _best(lambda: hash_join(cpath, build, on=["a", "b"], aggregates=aggs, **kw), repeats, clock)
                 record("bloomdb columnar", sec, [tuple(out.values())])
                 sql = "SELECT sum(p.i0), sum(p.i1), count(*) FROM p JOIN b ON p.a = b.a AND p.b = b.b"
                 plq = lambda pb, bb: pb.lazy().join(bb.lazy(), on=["a", "b"]).select(  # noqa: E731
                     [pl.col("i0").sum(), pl.col("i1").sum(), pl.len()])
+            elif shape == "left_rows":
+                from .join_bench import make_build
+
+                build = make_build(universe, 0.1)
+                sec, out = _best(lambda: hash_join(cpath, build, on="k", how="left", columns=["k", "i0", "payload"],
+                                                   **kw), repeats, clock)
+                record("bloomdb columnar", sec, out, f"{out.num_rows:,} rows")
+                sql = "SELECT p.k, p.i0, b.payload FROM p LEFT JOIN b ON p.k = b.k"
+                plq = lambda pb, bb: pb.lazy().select(["k", "i0"]).join(bb.lazy(), on="k", how="left")  # noqa: E731
             elif shape == "groupby":
                 build = _dim(universe)
                 aggs = ["sum(i0)", "sum(f0)", "count(*)"]
                 sec, out = _best(lambda: hash_join(cpath, build, on="k", aggregates=aggs, group_by="region", **kw),
-                                 repeats)
+                                 repeats, clock)
                 record("bloomdb columnar", sec, _rows_of(out))
                 sql = "SELECT b.region, sum(p.i0), sum(p.f0), count(*) FROM p JOIN b ON p.k = b.k GROUP BY b.region"
                 plq = lambda pb, bb: pb.lazy().join(bb.lazy(), on="k").group_by("region").agg(  # noqa: E731
@@ -170,7 +184,7 @@ def run(rows: int = 20_000_000, shapes=SHAPES, threads: int = 2, repeats: int = 
 
                 build = make_build(universe, 0.1)
                 aggs = [f"sum({c})" for c in PAYLOAD] + ["count(*)"]
-                sec, out = _best(lambda: hash_join(folder, build, on="k", aggregates=aggs, **kw), repeats)
+                sec, out = _best(lambda: hash_join(folder, build, on="k", aggregates=aggs, **kw), repeats, clock)
                 record("bloomdb parquet", sec, [tuple(out.values())])
                 glob_ = os.path.join(folder, "*.parquet")
                 sql = (f"SELECT {', '.join(f'sum(p.{c})' for c in PAYLOAD)}, count(*) FROM read_parquet('{glob_}') p"
@@ -180,17 +194,17 @@ def run(rows: int = 20_000_000, shapes=SHAPES, threads: int = 2, repeats: int = 
             if duck is not None:
                 duck.register("b", build)
                 label = "duckdb parquet" if shape == "dataset" else "duckdb native"
-                fetch = (lambda: duck.sql(sql).to_arrow_table()) if shape == "m2m_rows" else (
+                fetch = (lambda: duck.sql(sql).to_arrow_table()) if shape.endswith("_rows") else (
                     lambda: duck.execute(sql).fetchall())
-                sec, out = _best(fetch, repeats)
+                sec, out = _best(fetch, repeats, clock)
                 record(label, sec, out)
                 duck.unregister("b")
             if pdf is not None:
                 bdf = pl.from_arrow(build)
                 q = plq(pdf, bdf)
-                sec, out = _best(lambda: q.collect(), repeats)
+                sec, out = _best(lambda: q.collect(), repeats, clock)
                 record("polars parquet" if shape == "dataset" else "polars in-memory", sec,
-                       out if shape == "m2m_rows" else out.rows())
+                       out if shape.endswith("_rows") else out.rows())
     finally:
         if duck is not None:
             duck.close()

@@ -22,7 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--modes", type=choices_list(("adaptive", "on", "off")), default=["adaptive", "on", "off"], help="bloomdb pushdown modes to run")
     p.add_argument("--dir", type=existing_folder, default=None, help="work directory for the data (default: a temp dir, removed after)")
     p.add_argument("--shapes", type=comma_list(str), default=[],
-                   help="also run these join shapes (bloomdb.bench.join_shapes): m2m,m2m_rows,multikey,groupby,dataset")
+                   help="also run these join shapes (bloomdb.bench.join_shapes): m2m,m2m_rows,multikey,groupby,left_rows,dataset")
+    p.add_argument("--cpu-time", action="store_true", help="shapes: report CPU seconds of the process, not wall time")
     p.add_argument("--no-fractions", action="store_true", help="skip the match-fraction runs (only --shapes)")
     p.add_argument("--json", type=output_file, metavar="FILE", help="also write the runs as JSON")
 
@@ -38,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
     if args.shapes:
         from ..bench import join_shapes
 
-        shaped = join_shapes.run(args.rows, tuple(args.shapes), args.threads, args.repeats, args.compare, args.dir)
+        shaped = join_shapes.run(args.rows, tuple(args.shapes), args.threads, args.repeats, args.compare, args.dir,
+                                 cpu=args.cpu_time)
         tables.append(join_shapes.format_table(shaped))
         runs += shaped
     print_runs("\n\n".join(tables),
