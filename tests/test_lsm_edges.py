@@ -9,7 +9,7 @@ import os
 import numpy as np
 import pytest
 
-from bloomdb.errors import KeyTypeError, StoreClosed, StoreIOError
+from bloomdb.errors import BloomDBError, KeyTypeError, StoreClosed, StoreIOError
 from bloomdb.lsm import DB, Options, WriteBatch
 from bloomdb.lsm.fs import RealFS
 
@@ -100,6 +100,51 @@ def test_reopen_that_cannot_write_raises_our_error_naming_path_and_remedy(tmp_pa
     assert sorted(os.listdir(path)) == before  # nothing changed by the refused open
     with DB.open(path, _opts()) as db:  # and the lock was released
         assert db.get(b"k") == b"v"
+
+
+class _FillingFS(RealFS):
+    """Writes fail with ENOSPC once ``full`` is set (the disk filled while the store was open)."""
+
+    def __init__(self):
+        super().__init__(fsync=False)
+        self.full = False
+
+    def open_append(self, path):
+        f = super().open_append(path)
+        write, fs = f.write, self
+
+        def checked(data):
+            if fs.full:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+            write(data)
+
+        f.write = checked
+        return f
+
+
+@pytest.mark.parametrize("how", ["put", "batch", "flush"])
+def test_disk_filling_up_while_open_raises_our_error_and_loses_nothing(tmp_path, how):
+    path = tmp_path / "s"
+    fs = _FillingFS()
+    db = DB.open(path, _opts(fs=fs))
+    for i in range(100):
+        db.put(b"k%03d" % i, b"v")
+    fs.full = True
+    with pytest.raises(StoreIOError) as e:
+        if how == "put":
+            db.put(b"late", b"x")
+        elif how == "batch":
+            db.write(WriteBatch().put(b"late", b"x").delete(b"k000"))
+        else:
+            db.flush()
+    assert str(path) in str(e.value) and "free space" in str(e.value) and e.value.errno == errno.ENOSPC
+    with pytest.raises(BloomDBError, match="stopped"):  # no write after a failed one
+        db.put(b"later", b"y")
+    assert db.get(b"k042") == b"v"  # reads keep working
+    db.close()
+    with DB.open(path, _opts()) as db:
+        assert [db.get(b"k%03d" % i) for i in range(100)] == [b"v"] * 100
+        assert db.get(b"late") is None and db.get(b"later") is None
 
 
 def test_create_in_a_folder_that_cannot_be_written(tmp_path):

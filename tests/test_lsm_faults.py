@@ -34,8 +34,8 @@ def test_torn_write_anywhere(tmp_path, budget):
                 db.write(b, sync=True)
                 acked.append(j)
                 torn = None
-        except InjectedFault:
-            pass
+        except StoreIOError as e:  # our error, the injected one its cause (issue 15)
+            assert isinstance(e.__cause__, InjectedFault) and path in str(e)
         assert fs.faults == 1
         with pytest.raises(BloomDBError):  # the store refuses writes after the I/O error
             db.put(b"after", b"1")
@@ -60,8 +60,9 @@ def test_failed_fsync(tmp_path):
     db = DB.open(path, _opts(fs))
     db.put(b"ok", b"1", sync=True)
     fs.fail_sync = True
-    with pytest.raises(InjectedFault):
+    with pytest.raises(StoreIOError) as e:
         db.put(b"maybe", b"2", sync=True)
+    assert isinstance(e.value.__cause__, InjectedFault)
     with pytest.raises(BloomDBError):
         db.put(b"later", b"3")
     assert db.get(b"ok") == b"1"
@@ -78,7 +79,7 @@ def test_failed_fsync_during_flush_keeps_data(tmp_path):
     for j in range(30):
         db.put(b"k%03d" % j, b"v" * 50)
     fs.fail_sync = True  # the background flush's table/manifest fsync fails
-    with pytest.raises((BloomDBError, InjectedFault)):
+    with pytest.raises(BloomDBError):  # StoreIOError, or the refusal after it
         for j in range(30, 400):
             db.put(b"k%03d" % j, b"v" * 50)
     db.close()

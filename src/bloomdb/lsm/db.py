@@ -195,7 +195,7 @@ class DB:
                 return self._vs.new_file_number(self._seq)
             except BaseException as e:
                 self._fail(e)
-                raise
+                raise opening.as_store_error(self.path, e, opening=False)
 
     def _write_table(self, mem: MemTable, level: int) -> TableRef:
         """Write ``mem`` as a new table for ``level`` (a flush, or recovery's replayed logs)."""
@@ -271,7 +271,7 @@ class DB:
                     self._log.append(_U32.pack(crc32c(body)) + body)
             except BaseException as e:
                 self._bg_error = e  # the log's tail is unknown now: nothing may be appended after it
-                raise
+                raise opening.as_store_error(self.path, e, opening=False)
             self._seq = seq
             mem.add(seq, key, value, self._keep_old)
 
@@ -311,7 +311,7 @@ class DB:
             self._log.add(record, sync)
         except BaseException as e:
             self._bg_error = e  # the log's tail is unknown now: nothing may be appended after it
-            raise
+            raise opening.as_store_error(self.path, e, opening=False)
 
     def _make_room(self) -> None:
         """Called with the lock held: switch to a fresh memtable when full, waiting for the
@@ -344,7 +344,7 @@ class DB:
             old.close()
         except BaseException as e:
             self._fail(e)
-            raise
+            raise opening.as_store_error(self.path, e, opening=False)
         self._imm = self._mem
         self._mem = MemTable(n)
         self._state = (self._mem, self._imm, self._version)
@@ -361,7 +361,7 @@ class DB:
                 self._install(set(), [ref], drop_imm=True)
         except BaseException as e:
             self._fail(e)
-            raise
+            raise opening.as_store_error(self.path, e, opening=False)
 
     def _fail(self, e: BaseException) -> None:
         """Stop accepting writes after an I/O failure in a flush or compaction."""
