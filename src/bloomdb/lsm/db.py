@@ -20,6 +20,7 @@ the memtables the probe layer's (:class:`.probe.lookup.Reads`).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import weakref
@@ -223,6 +224,7 @@ class DB:
                 if self._log is not None:  # None: read-only
                     self._log.close()
             finally:
+                self._vs.release()  # the tables' mapped files close now, not at the next gc
                 self._release_lock()
 
     def __enter__(self) -> "DB":
@@ -232,11 +234,9 @@ class DB:
         self.close()
 
     def __del__(self):  # pragma: no cover - best effort
-        try:
+        with contextlib.suppress(Exception):
             if not self._closed:
                 self.close()
-        except Exception:  # noqa: BLE001
-            pass
 
     # -- writing ------------------------------------------------------------------------------
     def _check_writable(self) -> None:

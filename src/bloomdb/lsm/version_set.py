@@ -48,6 +48,13 @@ class VersionSet:
         self.log_number = 0  # the oldest log still needed (manifest's view)
         self.last_seq = 0  # the last sequence the manifest or the tables knew at recovery
 
+    def release(self) -> None:
+        """Forget every table (the store is closing): the current version becomes empty, so each
+        table's mapped file -- and the file descriptor the map holds -- is released as soon as no
+        reader still holds the table, not when the garbage collector next breaks the store's
+        reference cycles (until then, every open/close of a store kept one descriptor per table)."""
+        self.current = Version([[] for _ in range(MAX_LEVELS)])
+
     def _file(self, name: str) -> str:
         return os.path.join(self.path, name)
 
