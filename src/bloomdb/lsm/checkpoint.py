@@ -69,21 +69,11 @@ def _build(db, fs, tmp: str, dest: str) -> str:
         state = mf.ManifestState(max(vs.reserved, vs.next_file), seq, logs[0],
                                  [(r.level, r.info) for r in ver.all_refs()])
     for buf, dst in copies:
-        _copy(fs, buf, dst)
+        fs.write_durable(dst, buf)
     fs.write_atomic(os.path.join(tmp, "MANIFEST"), mf.encode(state))
     fs.rename(tmp, dest)
     _sync_dir(fs, os.path.dirname(dest))
     return dest
-
-
-def _copy(fs, buf, dst: str) -> None:
-    """Write ``buf`` to the new file ``dst`` and make it durable."""
-    f = fs.open_append(dst)
-    try:
-        f.write(buf)
-        f.sync()
-    finally:
-        f.close()
 
 
 def _clear(fs, tmp: str) -> None:

@@ -64,15 +64,19 @@ class RealFS:
     def open_append(self, path: str) -> RealFile:
         return RealFile(path, self.fsync)
 
-    def write_atomic(self, path: str, data: bytes) -> None:
-        tmp = path + ".tmp"
-        self.remove(tmp)  # a temporary file a crash left would be appended to
-        f = self.open_append(tmp)
+    def write_durable(self, path: str, data) -> None:
+        """Append ``data`` to ``path`` (a new file) and sync it before returning."""
+        f = self.open_append(path)
         try:
             f.write(data)
             f.sync()
         finally:
             f.close()
+
+    def write_atomic(self, path: str, data: bytes) -> None:
+        tmp = path + ".tmp"
+        self.remove(tmp)  # a temporary file a crash left would be appended to
+        self.write_durable(tmp, data)
         os.replace(tmp, path)
         self.sync_dir(os.path.dirname(path) or ".")
 
