@@ -144,3 +144,66 @@ def test_three_column_key_with_float_and_date():
         (want,) = con.sql(f"SELECT count(*) FROM p {JOIN_SQL[how]} b ON p.x = b.x AND p.d = b.d AND p.i = b.i"
                           ).fetchall()
         assert got["count(*)"] == want[0], how
+
+
+# ---- rows output with fan-out: build columns of every type copied by key group ------------------
+
+
+def _typed_columns(rng, n: int) -> dict[str, pa.Array]:
+    import datetime
+    import decimal
+
+    null = lambda: rng.random(n) < 0.2  # noqa: E731
+    ints = rng.integers(-100, 100, n)
+    return {
+        "i8": pa.array(ints.astype(np.int8), mask=null()),
+        "u16": pa.array(np.abs(ints).astype(np.uint16)),
+        "f16": pa.array(ints.astype(np.float16), mask=null()),
+        "f32": pa.array(ints.astype(np.float32) / 3, mask=null()),
+        "d64": pa.array(ints.astype(np.int64) * 86_400_000, pa.int64(), mask=null()).view(pa.date64()),
+        "t64": pa.array(np.abs(ints).astype(np.int64) * 1000, pa.time64("us")),
+        "dur": pa.array(ints.astype(np.int64), pa.duration("ms"), mask=null()),
+        "tz": pa.array(ints.astype(np.int64), pa.timestamp("s", tz="Europe/Paris"), mask=null()),
+        "dec": pa.array([decimal.Decimal(int(x)).scaleb(-4) * 7 for x in ints], pa.decimal128(12, 4)),
+        "s": pa.array([f"s{x}" for x in ints], mask=null()),
+        "b": pa.array(ints > 0, mask=null()),
+        "dict": pa.array([f"d{x % 3}" for x in ints]).dictionary_encode(),
+        "day": pa.array([datetime.date(2020, 1, 1 + int(x) % 28) for x in np.abs(ints)]),
+    }
+
+
+@pytest.mark.parametrize("how", ["inner", "left", "right", "full"])
+def test_fan_out_rows_of_every_column_type_equal_a_plain_model(how):
+    rng = np.random.default_rng(5)
+    probe = pa.table({"k": pa.array(rng.integers(0, 30, 400), mask=rng.random(400) < 0.05), "rid": np.arange(400),
+                      **{f"p_{c}": a for c, a in _typed_columns(rng, 400).items()}})
+    build = pa.table({"k": pa.array(rng.integers(0, 40, 150), mask=rng.random(150) < 0.05), "bid": np.arange(150),
+                      **_typed_columns(rng, 150)})
+    got = hash_join(probe, build, on="k", how=how, chunk_rows=64)
+    pk, bk = probe.column("k").to_pylist(), build.column("k").to_pylist()
+    prow, brow = probe.to_pylist(), build.to_pylist()
+    by_key: dict = {}
+    for j, k in enumerate(bk):
+        if k is not None:
+            by_key.setdefault(k, []).append(j)
+    want, seen = [], set()
+    for i, k in enumerate(pk):
+        hits = by_key.get(k, []) if k is not None else []
+        seen.update(hits)
+        for j in hits or ([None] if how in ("left", "full") else []):
+            want.append((i, j))
+    if how in ("right", "full"):
+        want += [(None, j) for j in range(150) if j not in seen]
+    bcols = [c for c in build.column_names if c != "k"]
+    rows = got.to_pylist()
+    assert len(rows) == len(want)
+    model = []
+    for i, j in want:
+        r = {c: None for c in probe.column_names} if i is None else dict(prow[i])
+        if i is None:
+            r["k"] = brow[j]["k"]
+        r.update({c: (None if j is None else brow[j][c]) for c in bcols})
+        model.append(r)
+    key = lambda r: (r["rid"] is None, r["rid"] or 0, r["bid"] is None, r["bid"] or 0)  # noqa: E731
+    assert sorted(rows, key=key) == sorted(model, key=key)
+    assert got.schema.field("f16").type == pa.float16() and got.schema.field("dec").type == pa.decimal128(12, 4)

@@ -23,12 +23,13 @@ _NO_VALID = np.zeros(1, np.bool_)
 
 def fixed_numpy(arr: pa.Array) -> tuple[np.ndarray, np.ndarray | None] | None:
     """``(values, valid)`` viewing a fixed-width primitive array (integers, floats, dates,
-    timestamps, times, durations; not bool) without a copy; None for any other type."""
+    timestamps, times, durations; not bool) without a copy, as signed integers of its width (the
+    bits are copied, never interpreted); None for any other type."""
     t = arr.type
     if not pa.types.is_primitive(t) or pa.types.is_boolean(t) or t.bit_width % 8:
         return None
     width = t.bit_width // 8
-    dt = np.dtype(f"<f{width}") if pa.types.is_floating(t) else np.dtype(f"<i{width}")
+    dt = np.dtype(f"<i{width}")
     buf = arr.buffers()[1]
     n = len(arr)
     values = np.frombuffer(buf, dt, count=n, offset=arr.offset * width) if n else np.zeros(0, dt)
