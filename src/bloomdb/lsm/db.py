@@ -198,7 +198,8 @@ class DB:
 
     def put(self, key, value, sync: bool = False) -> None:
         """Set ``key`` to ``value``. ``sync=True``: the WAL is fsynced before returning.
-        Cost: one WAL append (one ``write`` syscall) and one memtable insert."""
+        Cost: one WAL append (a copy into the mapped log, :mod:`.logfile`; a ``write`` syscall on
+        other file systems) and one memtable insert, both inlined here."""
         if type(key) is not bytes:
             key = _key(key)
         if type(value) is not bytes:
