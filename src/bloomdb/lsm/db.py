@@ -41,7 +41,7 @@ from .options import MAX_LEVELS, Options
 from .probe import layout
 from .probe.lookup import Reads
 from .sstable import DELETED, MISSING
-from .sstable.reader import BlockCache
+from .cache import cache_stats, make_cache
 from .version import TableRef, Version
 from .version_set import VersionSet
 
@@ -115,7 +115,7 @@ class DB:
         self._closed = False
         self._closing = False
         self._mem_limit = 0 if read_only else options.memtable_bytes  # 0: put() checks, and refuses
-        self._cache = BlockCache(options.block_cache_bytes) if options.compression and options.block_cache_bytes else None
+        self._cache = make_cache(options, read_only)  # the read route: memory-mapped, or the bounded cache (:mod:`.cache`)
         self._stats = Counter()
         self._reads = Reads()
         self._probe_base = np.zeros(3, np.int64)
@@ -349,9 +349,7 @@ class DB:
             if drop_imm and imm is not None:
                 self._fs.remove(self._file(f"{imm.log_number:06d}.log"))
             self._cond.notify_all()
-        for n in deleted:
-            if not any(r.number == n for r in new.all_refs()):
-                self._fs.remove(executor.table_path(self.path, n))
+        self._vs.remove_tables(deleted, old, new)
 
     def _release_snapshot(self, seq: int) -> None:
         with self._lock:
@@ -554,7 +552,7 @@ class DB:
             "filter_memory_bytes": held[0],
             "index_memory_bytes": held[1],
             "memtable_entries": len(mem) + (len(imm) if imm is not None else 0),
-            "last_sequence": self._seq,
+            "last_sequence": self._seq, **cache_stats(self._cache),
         }
 
 
