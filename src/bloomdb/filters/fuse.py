@@ -20,8 +20,10 @@ dropped during the build (and, if some escape that cheap check, after one failed
 deduplicating the hashes). After ``max_attempts`` failures :class:`~bloomdb.errors.FilterBuildError`.
 Empty key set: a zero-byte filter answering False.
 
-Cost: build O(n) — about 13 bytes of temporaries per cell plus 9 per key, three passes over the
-keys and one over the cells; a query reads three cells of the array (three cache lines).
+Cost: build O(n) — about 13 bytes of temporaries per cell plus 9 per key (on transparent huge
+pages when large, :mod:`.scratch`), three passes over the keys and one over the cells; ~40 ns/key
+of CPU at 10M keys (docs/benchmarks.md); a query reads three cells of the array (three cache
+lines).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ..errors import FilterBuildError, InvalidArgument
 from . import _fuse_kernels as K
 from . import format as fmt
 from . import math as fm
+from . import scratch
 from .registry import register
 from .static import StaticHashedFilter
 
@@ -84,6 +87,14 @@ def _check_layout(seg_len: int, seg_count: int) -> int:
     if cells > _MAX_CELLS:
         raise ValueError(f"{cells} cells exceed 2^32")
     return cells
+
+
+def _temporaries(keys: int, cells: int) -> tuple[np.ndarray, ...]:
+    """The build's scratch arrays for :func:`_fuse_kernels.populate` (zeroed, on huge pages when
+    large): per key the ``x`` order (8 bytes) and peeled position (1), per cell the count (1),
+    the XOR of ``x`` (8) and the peeling stack (4)."""
+    return (scratch.zeros(keys, np.uint64), scratch.zeros(keys, np.uint8), scratch.zeros(cells, np.uint8),
+            scratch.zeros(cells, np.uint64), scratch.zeros(cells, np.uint32))
 
 
 class BinaryFuse(StaticHashedFilter):
@@ -156,10 +167,11 @@ class BinaryFuse(StaticHashedFilter):
         deduplicated = False
         failures = 0
         if count:
+            temps = _temporaries(count, cells)
             while True:
                 state, seed = K.splitmix64(state)
                 state, seed = np.uint64(state), np.uint64(seed)  # numba hands uint64 back as int
-                stored, dups = K.populate(h, seed, seg_len, seg_count, fps, fp_mask)
+                stored, dups = K.populate(h, seed, seg_len, seg_count, fps, fp_mask, *temps)
                 if stored >= 0:
                     break
                 failures += 1
@@ -169,6 +181,8 @@ class BinaryFuse(StaticHashedFilter):
                         f"{max_attempts} seeds ({cells / max(1, count):.3f} cells/key; the default is "
                         f"{size_factor_for(count):.3f} plus rounding)"
                     )
+                temps[2].fill(0)  # the cells' counts and XORs start from zero again
+                temps[3].fill(0)
                 if not deduplicated:
                     # copies that escaped the build's check make every seed fail: drop them once
                     deduplicated = True
@@ -179,6 +193,7 @@ class BinaryFuse(StaticHashedFilter):
                         cells = _check_layout(seg_len, seg_count)
                         buf = fmt.aligned_zeros(cells * itemsize)
                         fps = buf.view(cls._dtype)
+                        temps = _temporaries(int(h.shape[0]), cells)
         self = cls.__new__(cls)
         self._init(count, int(stored), int(seed), failures, seg_len, seg_count, buf)
         return self

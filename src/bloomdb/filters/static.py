@@ -17,21 +17,25 @@ import numpy as np
 from .. import keys as _keys
 from ..errors import StaticFilterError
 from ..hashing import hash_batch
+from . import scratch
 from .base import HashedFilter
 
 
 def hash_all(keys: Any) -> tuple[np.ndarray, bool]:
     """``(hashes, all_ints)``: XXH3-64 of every key of any accepted batch form, in order.
 
-    Each key is hashed exactly once; the builders work on this array only. Cost: one kernel pass
-    per batch plus one concatenation when the input has several batches.
+    Each key is hashed exactly once, straight into one array (on huge pages when large: fewer
+    page faults, see :mod:`.scratch`); the builders work on this array only. Cost: one kernel
+    pass per batch.
     """
     batches = _keys.to_batches(keys)
-    parts = [hash_batch(b) for b in batches if len(b)]
-    if not parts:
-        return np.zeros(0, np.uint64), True
-    h = parts[0] if len(parts) == 1 else np.concatenate(parts)
-    return np.ascontiguousarray(h, dtype=np.uint64), all(b.is_int for b in batches)
+    out = scratch.zeros(sum(len(b) for b in batches), np.uint64)
+    pos = 0
+    for b in batches:
+        if len(b):
+            hash_batch(b, out=out[pos : pos + len(b)])
+            pos += len(b)
+    return out, all(b.is_int for b in batches)
 
 
 class StaticHashedFilter(HashedFilter):
