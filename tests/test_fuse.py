@@ -285,3 +285,17 @@ def test_join_pushes_a_fuse_filter_down(tmp_path, name):
                         pushdown="on", explain=True)
     assert (got["count(*)"], got["sum(v)"]) == ref
     assert f"filter: {name} (" in str(st) and "rejected 4" in str(st)  # ~49.5K of 50K rows rejected
+
+
+@pytest.mark.parametrize("spec", ["fuse8", "fuse16", "ribbon:10", "paired:10"])
+def test_static_parameters_round_trip_and_mismatches_are_refused(spec):
+    """Every static family packs and reads its parameter block the one shared way: the same
+    fields back, and a key count that disagrees with the envelope is refused, naming the family."""
+    f = filters.build(spec, _int_keys(5_000))
+    g = type(f)._from_parts(f._params(), f._payload(), f.count)
+    assert g == f and g._params() == f._params()
+    assert g.might_contain_many(_int_keys(5_000)).all()
+    with pytest.raises(ValueError, match=f"inconsistent {f.family} filter"):
+        type(f)._from_parts(f._params(), f._payload(), f.count + 1)
+    with pytest.raises(ValueError, match=f"inconsistent {f.family} filter"):
+        type(f)._from_parts(f._params(), f._payload()[:-64], f.count)
