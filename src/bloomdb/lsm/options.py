@@ -66,7 +66,20 @@ class Options:
       ``level1_bytes`` (10 MiB), ``level_ratio`` (10: Ln+1 may hold 10x Ln).
     * ``compression``: ``None``, ``"zstd"`` or ``"lz4"``, per data block.
     * ``block_cache_bytes``: LRU cache of decompressed data blocks (compressed tables only;
-      uncompressed blocks are read straight from the memory-mapped file).
+      uncompressed blocks are read straight from the memory-mapped file). Not used with
+      ``cache_bytes``.
+    * ``cache_bytes``: ``None`` (default: tables are memory-mapped, filters and indexes kept in
+      memory once read) or a memory bound in bytes: ONE LRU cache (:mod:`.cache`) holds the data
+      blocks, index blocks and filters of every table (RocksDB's block cache with
+      ``cache_index_and_filter_blocks``); tables are read with ``os.pread``, nothing is mapped.
+      ``db.stats()["block_cache"]`` gives hits, misses and bytes per kind.
+    * ``pin_top_level_filters`` (``True``): with ``cache_bytes``, the filters and indexes of L0
+      tables (probed by every read) are pinned in the cache -- counted against its bound, never
+      evicted -- and checked inside the probe kernel (RocksDB's
+      ``pin_l0_filter_and_index_blocks_in_cache``); ``False``: every filter may be evicted.
+    * ``max_open_files`` (1000, LevelDB's): with ``cache_bytes``, at most this many table files
+      are open at once (least recently used closed first, reopened on demand; :mod:`.table_cache`).
+      The default route keeps each live table memory-mapped (one descriptor per table).
     * ``partitioned_filters``: instead of one filter per table, one per
       ``filter_partition_blocks`` (16) data blocks, each read on demand (and kept) by the first
       lookup that needs it, found through a small partition index -- for tables too big to keep
@@ -113,6 +126,9 @@ class Options:
     fs: Any = None
     prefix_extractor: Any = None
     whole_key_filtering: bool = True
+    cache_bytes: int | None = None
+    pin_top_level_filters: bool = True
+    max_open_files: int = 1000
 
     def validated(self) -> "Options":
         """A checked copy; raises :class:`InvalidArgument` naming the bad field (and, for a filter
@@ -129,11 +145,15 @@ class Options:
         _check_int(self, "filter_partition_blocks", 1)
         _check_int(self, "wal_buffer_bytes", 0)
         _check_int(self, "block_cache_bytes", 0)
+        _check_int(self, "max_open_files", 1)
+        if self.cache_bytes is not None:
+            _check_int(self, "cache_bytes", 0)
         r = self.level_ratio
         if isinstance(r, bool) or not isinstance(r, (int, float)) or not 1 < r < float("inf"):
             raise InvalidArgument(f"Options.level_ratio must be a finite number > 1, got {r!r}")
         for name in ("optimize_filters_for_hits", "partitioned_filters", "paranoid_checks",
-                     "create_if_missing", "error_if_exists", "background_compaction", "whole_key_filtering"):
+                     "create_if_missing", "error_if_exists", "background_compaction", "whole_key_filtering",
+                     "pin_top_level_filters"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidArgument(f"Options.{name} must be True or False, got {getattr(self, name)!r}")
         _check_compression(self.compression)

@@ -13,7 +13,11 @@ from plyvel or rocksdict):
   ``bloomdb.filter-bytes``: bytes of every table's filter block;
 * ``bloomdb.total-sst-files-size``, ``bloomdb.cur-size-all-mem-tables``,
   ``bloomdb.num-entries-all-mem-tables``, ``bloomdb.approximate-memory-usage``
-  (memtables, loaded filters, cached blocks).
+  (memtables, loaded filters, cached blocks);
+* ``bloomdb.block-cache-usage``, ``bloomdb.block-cache-capacity``,
+  ``bloomdb.block-cache-pinned-usage`` (RocksDB's names): bytes the store's cache holds, may
+  hold, holds pinned (``Options(cache_bytes=)``, :mod:`.cache`; ``None`` without it; the
+  default route's cache of decompressed blocks reports its usage).
 
 An unknown name gives ``None`` (plyvel's behaviour). The answer is ``str`` for a ``str`` name and
 ``bytes`` for a ``bytes`` name (plyvel takes and returns bytes). Cost: O(tables).
@@ -57,6 +61,10 @@ def get(db, name):
         "approximate-memory-usage": lambda: (sum(m.bytes for m in mems) + (db._cache.bytes if db._cache else 0)
                                              + sum(r.table.filter_bytes for r in refs if r.table.filter_loaded)),
     }
+    cache = db._cache
+    if short.startswith("block-cache-") and cache is not None:
+        field = {"usage": "bytes", "capacity": "capacity", "pinned-usage": "pinned_bytes"}.get(short[12:])
+        return None if field is None else str(getattr(cache, field, 0))
     if short in simple:
         return str(simple[short]())
     if short == "stats":
@@ -85,6 +93,12 @@ def _stats_text(db, ver) -> str:
                  f"passed {st['filter_positive']}, found {st['true_positive']}")
     lines.append(f"data blocks read {st['data_blocks_read']}, block cache hits {st['block_cache_hits']}, "
                  f"misses {st['block_cache_misses']}")
+    for kind, c in ((k, st["block_cache"][k]) for k in ("data", "index", "filter") if "block_cache" in st):
+        lines.append(f"block cache {kind}: hits {c['hits']}, misses {c['misses']}, bytes {c['bytes']}")
+    if "block_cache" in st:
+        bc = st["block_cache"]
+        lines.append(f"block cache usage {bc['usage']} of {bc['capacity']} bytes, pinned {bc['pinned_bytes']}, "
+                     f"open files {bc['open_files']}")
     lines.append(f"compactions {st['compactions']}, write amplification {st['write_amplification']:.2f}, "
                  f"memtable entries {st['memtable_entries']}, last sequence {st['last_sequence']}")
     return "\n".join(lines) + "\n"

@@ -27,6 +27,7 @@ from .compaction.executor import table_path
 from .options import MAX_LEVELS
 from .recovery import replay
 from .sstable import Table
+from .sstable.cached_reader import open_table
 from .version import TableRef, Version
 from .version_set import OWN_RE
 
@@ -73,7 +74,7 @@ def _attempt(db, opened: dict) -> bool:
     for level, info in state.tables:
         t = opened.get(info.number)
         if t is None:
-            t = opened[info.number] = Table(fs, table_path(path, info.number), info.number, db._cache)
+            t = opened[info.number] = open_table(fs, table_path(path, info.number), info.number, db._cache, level)
         refs.append(TableRef(level, info, t))
     logs = sorted(n for n, suffix in _own(names) if suffix == ".log" and n >= state.log_number)
     mem, seq = replay(fs, path, logs, db.options.paranoid_checks,

@@ -27,7 +27,7 @@ from . import manifest as mf
 from . import wal
 from .compaction.executor import table_path
 from .options import MAX_LEVELS
-from .sstable import Table
+from .sstable.cached_reader import open_table
 from .sstable.footer import decode_footer
 from .version import TableRef, Version
 
@@ -54,6 +54,22 @@ class VersionSet:
         reader still holds the table, not when the garbage collector next breaks the store's
         reference cycles (until then, every open/close of a store kept one descriptor per table)."""
         self.current = Version([[] for _ in range(MAX_LEVELS)])
+        if hasattr(self._cache, "close"):
+            self._cache.close()  # the cached route's open table files close now too
+
+    def remove_tables(self, deleted: set[int], old: Version, new: Version) -> None:
+        """Delete the files of the tables ``deleted`` from ``old`` that ``new`` does not hold.
+        A table read with ``pread`` (the cached route) may have its file closed and reopened
+        later by an iterator or snapshot still holding ``old``: its file is deleted when its
+        reader is dropped instead (LevelDB deletes only files no live version holds); a
+        memory-mapped table's file is deleted now (the map keeps the bytes)."""
+        live = {r.number for r in new.all_refs()}
+        for r in old.all_refs():
+            if r.number in deleted and r.number not in live:
+                if hasattr(r.table, "remove_when_dropped"):
+                    r.table.remove_when_dropped(self._fs)
+                else:
+                    self._fs.remove(table_path(self.path, r.number))
 
     def _file(self, name: str) -> str:
         return os.path.join(self.path, name)
@@ -79,7 +95,7 @@ class VersionSet:
             p = table_path(self.path, info.number)
             if not fs.exists(p):
                 raise CorruptionError(f"table {info.number:06d}.sst listed in the manifest is missing", mpath)
-            t = Table(fs, p, info.number, self._cache)
+            t = open_table(fs, p, info.number, self._cache, level)
             if t.file_size != info.file_size:
                 raise CorruptionError(f"size {t.file_size} differs from the manifest's {info.file_size}", p)
             refs.append(TableRef(level, info, t))

@@ -21,6 +21,7 @@ import os
 import numpy as np
 
 from ..sstable import Table
+from ..sstable.cached_reader import open_table
 from ..sstable._block_kernels import gather
 from ..sstable.builder import build_table_arrays
 from ..sstable.reader import decode_tables
@@ -47,7 +48,7 @@ def write_table(ctx, number: int, arrays, level: int, last_level: bool, range_de
                               opts.block_size, opts.restart_interval, opts.compression,
                               partition_blocks=opts.partition_blocks(), range_dels=tuple(range_dels),
                               prefix=opts.prefix_extractor, whole_key_filter=opts.whole_key_filtering)
-    return info, Table(ctx.fs, path, number, ctx.cache)
+    return info, open_table(ctx.fs, path, number, ctx.cache, level)
 
 
 def merge_arrays(runs, smallest_snapshot: int, bottom: bool, range_dels=()):

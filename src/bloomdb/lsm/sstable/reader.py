@@ -46,6 +46,25 @@ def _parse_handles(b: bytes, p: int, n: int) -> tuple[list[bytes], list[int], li
         sizes.append(size)
     return keys, offs, sizes, p
 
+def parse_index_block(b, path: str, meta) -> np.ndarray:
+    """The index block ``b`` as the kernel's index array (:func:`_table_kernels.parse_index`),
+    checked against the meta block; raises CorruptionError. Cost: O(blocks) in numba, no Python
+    object per block."""
+    arr = np.frombuffer(b, np.uint8)
+    if arr.shape[0] < 4:
+        raise CorruptionError("malformed index block: too short", path)
+    (n,) = struct.unpack_from("<I", b, 0)
+    index, end = TK.parse_index(arr, 4, n)
+    if end == -2:
+        raise CorruptionError("index keys out of order", path)
+    if end != len(arr) or n != meta.num_blocks or n == 0:
+        raise CorruptionError("malformed index block: index does not match the meta block", path)
+    e = index[1 : 1 + 6 * n].reshape(n, 6)
+    if index.view(np.uint8)[e[-1, 2] : e[-1, 2] + e[-1, 3]].tobytes() != meta.max_key:
+        raise CorruptionError("index keys out of order", path)
+    return index
+
+
 class Table:
     """A read-only table. Thread-safe: its state only grows (checked blocks, loaded filter)."""
 
@@ -74,24 +93,11 @@ class Table:
         self._lock = threading.Lock()
 
     def _parse_index(self, b) -> None:
-        """Read the index block in one kernel pass (:func:`_table_kernels.parse_index`): the
-        kernel's index array, the blocks' offsets and sizes; the last keys as bytes are made on
-        first use (:attr:`last_keys`). Cost at open: O(blocks) in numba, no Python object per
-        block but two ints."""
-        arr = np.frombuffer(b, np.uint8)
-        if arr.shape[0] < 4:
-            raise CorruptionError("malformed index block: too short", self.path)
-        (n,) = struct.unpack_from("<I", b, 0)
-        index, end = TK.parse_index(arr, 4, n)
-        if end == -2:
-            raise CorruptionError("index keys out of order", self.path)
-        if end != len(arr) or n != self.meta.num_blocks or n == 0:
-            raise CorruptionError("malformed index block: index does not match the meta block", self.path)
-        e = index[1 : 1 + 6 * n].reshape(n, 6)
-        last = index.view(np.uint8)[e[-1, 2] : e[-1, 2] + e[-1, 3]].tobytes()
-        if last != self.meta.max_key:
-            raise CorruptionError("index keys out of order", self.path)
-        self._index = index
+        """Read the index block (:func:`parse_index_block`): the kernel's index array, the
+        blocks' offsets and sizes; the last keys as bytes are made on first use
+        (:attr:`last_keys`)."""
+        index = self._index = parse_index_block(b, self.path, self.meta)
+        e = index[1 : 1 + 6 * int(index[0])].reshape(-1, 6)
         self.offsets = e[:, 4].tolist()
         self.sizes = e[:, 5].tolist()
         self._last_keys = None
@@ -117,18 +123,22 @@ class Table:
                 h = self._handles
                 if h.filter_size:
                     try:
-                        _, fb = unframe(self._buf, h.filter_off, h.filter_size, self.path, "filter")
-                        fb = fb if fb is not None else bytes(self._buf[h.filter_off : h.filter_off + h.filter_size])
-                        if fb[:4] == PARTITION_MAGIC:
-                            self._parse_partitions(fb)
-                        else:
-                            self._filter = filters.from_bytes(fb)
+                        self._read_filter(h)
                     except Exception:  # noqa: BLE001 - a damaged filter fails open
                         self._filter = None
                         self.partitions = None
                         self.filter_damaged = True
                 self._filter_loaded = True
         return self._filter
+
+    def _read_filter(self, h) -> None:
+        """Read the filter block: the whole-table filter, or the partitions' index."""
+        _, fb = unframe(self._buf, h.filter_off, h.filter_size, self.path, "filter")
+        fb = fb if fb is not None else bytes(self._buf[h.filter_off : h.filter_off + h.filter_size])
+        if fb[:4] == PARTITION_MAGIC:
+            self._parse_partitions(fb)
+        else:
+            self._filter = filters.from_bytes(fb)
 
     def _parse_partitions(self, b: bytes) -> None:
         (n,) = struct.unpack_from("<I", b, 4)
@@ -304,13 +314,7 @@ class Table:
         else:
             views = [self.block(i) for i in range(first, last + 1)]
             groups = [(v[0], np.array([v[2]], np.int64), np.array([v[3]], np.int64)) for v in views]
-        parts = []
-        for arr, offs, sizes in groups:
-            ok, *res = K.decode_blocks(arr, offs, sizes)
-            if not ok:
-                raise CorruptionError("a data block is malformed", self.path)
-            parts.append(res)
-        return concat_packed(parts)
+        return decode_groups(groups, self.path)
 
     def _check_raw(self, first: int, last: int) -> bool:
         """Check the CRC32C of every block of ``first..last`` not checked yet, if all of them are
@@ -374,6 +378,18 @@ def decode_tables(tables) -> tuple[tuple, list[int]]:
     for t, offs, sizes, first, _ in plans:
         K.decode_into(t._arr, offs, sizes, kdata, koff, trailers, vdata, voff, first)
     return (kdata, koff, trailers, vdata, voff), [p[4] for p in plans]
+
+
+def decode_groups(groups, path: str):
+    """Entries of the blocks of ``groups`` (each ``(array, offsets, sizes)``, blocks checked) as
+    one packed ``(kdata, koff, trailers, vdata, voff)``: one decode kernel call per group."""
+    parts = []
+    for arr, offs, sizes in groups:
+        ok, *res = K.decode_blocks(arr, offs, sizes)
+        if not ok:
+            raise CorruptionError("a data block is malformed", path)
+        parts.append(res)
+    return concat_packed(parts)
 
 
 def concat_packed(parts):
