@@ -61,7 +61,8 @@ def _levels(db) -> list[int]:
     {"partitioned_filters": True, "filter_partition_blocks": 2},
     {"filter_per_level": {0: "sbbf:10", 1: "ribbon:10", 2: "scalable:0.01"}},
     {"filter": None},
-], ids=["blocked", "zstd", "partitioned", "mixed-families", "no-filter"])
+    {"cache_bytes": 1 << 20},
+], ids=["blocked", "zstd", "partitioned", "mixed-families", "no-filter", "cache-bytes"])
 def test_get_and_multi_get_match_the_model_on_many_tables_warm_and_after_reopen(tmp_path, opts):
     if opts.get("compression") == "zstd":
         pytest.importorskip("zstandard")

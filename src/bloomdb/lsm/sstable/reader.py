@@ -227,8 +227,9 @@ class Table:
     # -- blocks -------------------------------------------------------------------------------
     @property
     def value_bytes(self):
-        """The file's bytes (the memory map): a raw block's value is ``value_bytes[a:b]``."""
-        return self._buf
+        """The file's bytes (the memory map): a raw block's value is ``value_bytes[a:b]``;
+        ``None`` for a table with no mapped bytes (every lookup reads it through :meth:`get`)."""
+        return self._buf if len(self._arr) else None
 
     def lookup_arrays(self):
         """``(file bytes, index array, checked-block flags)``: what the store's lookup kernel
