@@ -71,7 +71,8 @@ class Options:
     * ``cache_bytes``: ``None`` (default: tables are memory-mapped, filters and indexes kept in
       memory once read) or a memory bound in bytes: ONE LRU cache (:mod:`.cache`) holds the data
       blocks, index blocks and filters of every table (RocksDB's block cache with
-      ``cache_index_and_filter_blocks``); tables are read with ``os.pread``, nothing is mapped.
+      ``cache_index_and_filter_blocks``); tables are read with ``os.pread``, nothing is mapped
+      (by path: ``fs`` must be one of real files, as :class:`~.fs.RealFS` and its subclasses).
       ``db.stats()["block_cache"]`` gives hits, misses and bytes per kind.
     * ``pin_top_level_filters`` (``True``): with ``cache_bytes``, the filters and indexes of L0
       tables (probed by every read) are pinned in the cache -- counted against its bound, never
