@@ -215,7 +215,7 @@ ENGINES = {"bloomdb": _Bloomdb, "leveldb": _LevelDB, "rocksdb": _RocksDB}
 def warmup() -> None:
     """Load or compile every kernel a phase may use (flush, compaction, reads, scans, multi_get)
     on a throw-away store with a tiny memtable, so JIT time stays out of the timings. Untimed."""
-    from ..lsm import DB, Options
+    from ..lsm import DB, Options, WriteBatch
 
     root = tempfile.mkdtemp(prefix="dbbench-warmup-")
     try:
@@ -225,6 +225,11 @@ def warmup() -> None:
             for i, k in enumerate(shuffled):
                 db.put(k, values[i & 1023])
             db.delete(keys[0])
+            db.write(WriteBatch().put(keys[1], values[1]).put(keys[2], values[2]).delete(keys[3]))
+            b = WriteBatch()
+            for k in keys[:32]:  # a batch of puts only: its record is laid out by a kernel
+                b.put(k, values[0])
+            db.write(b)
             db.wait_for_compactions()
             db.compact_range()
             for k in shuffled[:100] + missing[:100]:

@@ -25,18 +25,18 @@ import os
 import threading
 import weakref
 from collections import Counter
-from typing import Any
 
 import numpy as np
 
 from ..checksum import crc32c
 from ..errors import BloomDBError, InvalidArgument, KeyTypeError, StoreClosed
-from . import checkpoint, opening, properties, rangedel, readonly, wal
+from . import batch as wb, checkpoint, opening, properties, rangedel, readonly, wal
 from .background import Background, TaskContext
+from .batch import WriteBatch, key_bytes as _key, value_bytes as _value
 from .compaction import executor
 from .iterator import Iterator, IteratorClosed, half_open
 from .fs import RealFS
-from .memtable import MemTable
+from .memtable import ENTRY_OVERHEAD, MemTable
 from .options import MAX_LEVELS, Options
 from .probe import layout
 from .probe.lookup import Reads
@@ -48,57 +48,6 @@ from .version_set import VersionSet
 from .rangedel import MAX_SEQ  # noqa: E402  (re-exported)
 _PUT_HEAD = wal.PUT_HEAD
 _U32 = wal._U32
-
-
-def _key(key: Any) -> bytes:
-    t = type(key)
-    if t is bytes:
-        return key
-    if t is str:
-        return key.encode("utf-8")
-    if isinstance(key, (bytes, bytearray, memoryview)):  # bytes subclasses (np.bytes_) too
-        return bytes(key)
-    if isinstance(key, str):  # str subclasses (np.str_)
-        return str.encode(key, "utf-8")
-    raise KeyTypeError(f"store keys are bytes or str, not {t.__name__}")
-
-
-def _value(value: Any) -> bytes:
-    t = type(value)
-    if t is bytes:
-        return value
-    if isinstance(value, (bytes, bytearray, memoryview)):  # bytes subclasses (np.bytes_) too
-        return bytes(value)
-    raise KeyTypeError(f"store values are bytes, not {t.__name__}")
-
-
-class WriteBatch:
-    """Puts, deletes, range deletes applied atomically by :meth:`DB.write` (all or none, even after a crash)."""
-
-    __slots__ = ("ops",)
-
-    def __init__(self):
-        self.ops: list[tuple[bytes, bytes | None]] = []
-
-    def put(self, key, value) -> "WriteBatch":
-        self.ops.append((_key(key), _value(value)))
-        return self
-
-    def delete(self, key) -> "WriteBatch":
-        self.ops.append((_key(key), None))
-        return self
-
-    def delete_range(self, start, end) -> "WriteBatch":
-        """Delete every key in ``[start, end)`` (a range tombstone, :mod:`.rangedel`)."""
-        if rangedel.check_range(start := _key(start), end := _key(end)):
-            self.ops.append((start, wal.RangeEnd(end)))
-        return self
-
-    def clear(self) -> None:
-        self.ops.clear()
-
-    def __len__(self) -> int:
-        return len(self.ops)
 
 
 class Snapshot:
@@ -169,7 +118,7 @@ class DB:
         self._cache = make_cache(options, read_only)  # the read route: memory-mapped, or the bounded cache (:mod:`.cache`)
         self._stats = Counter()
         self._reads = Reads()
-        self._probe_base = np.zeros(3, np.int64)
+        self._probe_base = np.zeros(layout.N_COUNTERS, np.int64)
         self._iterators: weakref.WeakSet = weakref.WeakSet()
         self._vs = VersionSet(self._fs, path, self._cache)
         self._bg = Background(self, options.background_compaction and not read_only)
@@ -249,7 +198,8 @@ class DB:
 
     def put(self, key, value, sync: bool = False) -> None:
         """Set ``key`` to ``value``. ``sync=True``: the WAL is fsynced before returning.
-        Cost: one WAL append (one ``write`` syscall) and one memtable insert."""
+        Cost: one WAL append (a copy into the mapped log, :mod:`.logfile`; a ``write`` syscall on
+        other file systems) and one memtable insert, both inlined here."""
         if type(key) is not bytes:
             key = _key(key)
         if type(value) is not bytes:
@@ -264,16 +214,27 @@ class DB:
             # wal.encode_put, inlined: this is the hot path of every unbatched write
             body = b"".join((_PUT_HEAD.pack(21 + len(key) + len(value), seq, 1, 1, len(key)), key,
                              _U32.pack(len(value)), value))
+            rec = _U32.pack(crc32c(body)) + body
             try:
                 if sync:
-                    self._log.add(_U32.pack(crc32c(body)) + body, True)
+                    self._log.add(rec, True)
                 else:
-                    self._log.append(_U32.pack(crc32c(body)) + body)
+                    try:
+                        self._log.append(rec)
+                    except ValueError:  # a mapped log's reserved space is full: add() reserves more
+                        self._log.add(rec, False)
             except BaseException as e:
                 self._bg_error = e  # the log's tail is unknown now: nothing may be appended after it
                 raise opening.as_store_error(self.path, e, opening=False)
             self._seq = seq
-            mem.add(seq, key, value, self._keep_old)
+            if self._keep_old:
+                mem.add(seq, key, value, True)
+            else:  # MemTable.add, inlined
+                latest = mem.latest
+                if key not in latest:
+                    mem.pending.append(key)
+                latest[key] = (seq, value)
+                mem.bytes += len(key) + len(value) + ENTRY_OVERHEAD
 
     def delete(self, key, sync: bool = False) -> None:
         """Remove ``key`` (writes a tombstone). Deleting a missing key is not an error."""
@@ -302,8 +263,9 @@ class DB:
             self._check_writable()
             self._make_room()
             first = self._seq + 1
-            self._append(wal.encode_batch(first, ops), sync)
-            self._mem.apply(first, ops, self._keep_old)
+            rec, puts = wb.record(batch, first)
+            self._append(rec, sync)
+            wb.apply(self._mem, first, ops, puts, self._keep_old)
             self._seq = first + len(ops) - 1
 
     def _append(self, record: bytes, sync: bool) -> None:
@@ -379,7 +341,7 @@ class DB:
             old = self._vs.log_and_apply(deleted, added, live_log, self._seq)
             new = self._vs.current
             if old._probe is not None:
-                self._probe_base += old.refresh_probe()[0][layout.C_CHECKS : layout.C_POSITIVE + 1]
+                self._probe_base += old.refresh_probe()[0][layout.COUNTERS]
             imm = self._imm
             if drop_imm:
                 self._imm = None
@@ -560,12 +522,9 @@ class DB:
         mem, imm, ver = self._state
         counters = self._probe_base.copy()
         if ver._probe is not None:
-            counters += ver.refresh_probe()[0][layout.C_CHECKS : layout.C_POSITIVE + 1]
+            counters += ver.refresh_probe()[0][layout.COUNTERS]
         st = self._stats
-        rd = self._reads
-        checks = int(counters[0]) + rd.checks
-        useful = int(counters[1]) + rd.useful
-        positive = int(counters[2]) + rd.positive
+        checks, useful, positive, blocks, lookups, found = self._reads.totals(counters)
         refs = ver.all_refs()
         held = ver.memory()
         wal_bytes = st["wal_bytes"] + (self._log.bytes if self._log is not None else 0)
@@ -574,10 +533,10 @@ class DB:
             "filter_checks": checks,
             "filter_useful": useful,
             "filter_positive": positive,
-            "true_positive": rd.true_positive,
+            "true_positive": found,
             "filter_useful_ratio": useful / checks if checks else 0.0,
             "filters_damaged": sum(1 for r in refs if r.table.filter_damaged),
-            "data_blocks_read": rd.blocks_read,
+            "data_blocks_read": blocks,
             "block_cache_hits": self._cache.hits if self._cache else 0,
             "block_cache_misses": self._cache.misses if self._cache else 0,
             "tables_per_level": [len(level) for level in ver.levels],
@@ -585,8 +544,8 @@ class DB:
             "filter_bytes": sum(r.table.filter_bytes for r in refs),
             "compactions": st["compactions"], "prefix_checks": st["prefix_checks"], "prefix_skips": st["prefix_skips"],
             "write_amplification": (st["bytes_flushed"] + st["bytes_compacted"]) / logged if wal_bytes else 0.0,
-            "table_lookups": rd.lookups,
-            "read_amplification": rd.blocks_read / max(1, rd.lookups),
+            "table_lookups": lookups,
+            "read_amplification": blocks / max(1, lookups),
             "filter_memory_bytes": held[0],
             "index_memory_bytes": held[1],
             "memtable_entries": len(mem) + (len(imm) if imm is not None else 0),

@@ -21,7 +21,7 @@ from .sstable import _table_kernels as TK
 from .sstable._block_kernels import gather
 from .sstable.builder import pack_bytes
 
-_ENTRY_OVERHEAD = 48
+ENTRY_OVERHEAD = 48
 _SEQ = itemgetter(0)
 _VALUE = itemgetter(1)
 
@@ -51,7 +51,7 @@ class MemTable:
         elif keep_old:
             self.history.setdefault(key, []).append(old)
         latest[key] = (seq, value)
-        self.bytes += len(key) + (len(value) if value is not None else 0) + _ENTRY_OVERHEAD
+        self.bytes += len(key) + (len(value) if value is not None else 0) + ENTRY_OVERHEAD
 
     def apply(self, first: int, ops, keep_old: bool) -> None:
         """Insert a batch's operations at sequences ``first, first + 1, ...`` (``(key, value)``,
@@ -67,7 +67,7 @@ class MemTable:
         """Add the range tombstone ``[start, end)`` at ``seq`` (a new list: readers holding the
         old one keep a consistent view)."""
         self.rdels = self.rdels + [(start, end, seq)]
-        self.bytes += len(start) + len(end) + _ENTRY_OVERHEAD
+        self.bytes += len(start) + len(end) + ENTRY_OVERHEAD
 
     def get(self, key: bytes, snap: int | None):
         """``(seq, value)`` of the newest version visible at ``snap`` (``None``: newest), or None."""

@@ -24,6 +24,7 @@ from typing import Iterator
 
 from ..checksum import crc32c
 from ..errors import CorruptionError
+from .logfile import open_log
 
 _HDR = struct.Struct("<II")
 _BATCH = struct.Struct("<QI")
@@ -147,8 +148,10 @@ def read_log(data, path: str, paranoid: bool = True,
 
 def is_log(data) -> bool:
     """Whether ``data`` is a log this module wrote: empty, or its first record is intact (a
-    foreign engine's log fails the CRC32C). Cost: one CRC32C over the first record."""
-    return len(data) == 0 or _intact(data, 0)
+    foreign engine's log fails the CRC32C), or zero bytes only (a new log's reserved space,
+    :mod:`.logfile`, left by a crash before its first record). Cost: one CRC32C over the first
+    record."""
+    return len(data) == 0 or _intact(data, 0) or _nonzero_end(data, 0) == 0
 
 
 def _intact(data: bytes, pos: int) -> bool:
@@ -159,10 +162,18 @@ def _intact(data: bytes, pos: int) -> bool:
     return n >= _BATCH.size and body_end <= len(data) and crc32c(data[pos + 4 : body_end]) == crc
 
 
+def _nonzero_end(data, start: int) -> int:
+    """One past the last non-zero byte of ``data[start:]`` (``start`` when there is none)."""
+    return start + len(bytes(data[start:]).rstrip(b"\0"))
+
+
 def _intact_after(data: bytes, start: int) -> bool:
-    """Whether an intact record starts anywhere at or after ``start``."""
+    """Whether an intact record starts anywhere at or after ``start``. A record's length field
+    is never zero, so none starts in a tail of zero bytes (a mapped log's reserved space,
+    :mod:`.logfile`): the scan stops where that tail begins."""
     end = len(data)
-    for p in range(start, end - _HDR.size - _BATCH.size + 1):
+    stop = min(end - _HDR.size - _BATCH.size + 1, _nonzero_end(data, start))
+    for p in range(start, stop):
         (n,) = _U32.unpack_from(data, p + 4)
         if _BATCH.size <= n <= end - p - _HDR.size and _intact(data, p):
             return True
@@ -185,14 +196,16 @@ class LogWriter:
     def __init__(self, fs, path: str, number: int, buffer_bytes: int = 0):
         self.path = path
         self.number = number
-        self._f = fs.open_append(path)
+        self._f = open_log(fs, path)
         self._start = self._f.tell()
         self._buf = bytearray()
         self._limit = buffer_bytes
         self._closed_bytes = None
         # append(record): add() without sync, the hot path of unsynced writes -- with no buffer,
-        # straight to the file's write (one Python call less per put)
-        self.append = self._f.write if buffer_bytes == 0 else self._append_buffered
+        # straight to the file's write (one Python call less per put); a mapped log's is the
+        # map's own write, which raises ValueError, writing nothing, when the reserved space is
+        # full: then add(record, False) reserves more (DB.put does so)
+        self.append = getattr(self._f, "fast_write", self._f.write) if buffer_bytes == 0 else self._append_buffered
 
     def _append_buffered(self, record: bytes) -> None:
         self._buf += record

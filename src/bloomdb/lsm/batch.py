@@ -1,0 +1,120 @@
+"""What a write carries: keys and values checked once (:func:`key_bytes`, :func:`value_bytes`),
+and :class:`WriteBatch`, the operations :meth:`DB.write <bloomdb.lsm.db.DB.write>` applies
+atomically, with its WAL record (:func:`record`) and its memtable insert (:func:`apply`).
+
+Cost of a batch of ``n`` puts (the common case): the record is laid out by one kernel call over
+the packed keys and values (C-speed joins, no Python frame per operation) and the memtable takes
+the batch in a few dict passes; batches holding deletions or range deletions, or applied while a
+snapshot is live, take the per-operation path (:func:`.wal.encode_batch`, ``MemTable.apply``).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+import numpy as np
+
+from ..checksum import crc32c
+from ..errors import KeyTypeError
+from . import rangedel, wal
+from ._wal_kernels import put_batch_record
+from .memtable import ENTRY_OVERHEAD
+
+
+
+def key_bytes(key: Any) -> bytes:
+    """``key`` as the store's bytes: bytes as is, ``str`` as UTF-8; anything else raises
+    :class:`KeyTypeError`."""
+    t = type(key)
+    if t is bytes:
+        return key
+    if t is str:
+        return key.encode("utf-8")
+    if isinstance(key, (bytes, bytearray, memoryview)):  # bytes subclasses (np.bytes_) too
+        return bytes(key)
+    if isinstance(key, str):  # str subclasses (np.str_)
+        return str.encode(key, "utf-8")
+    raise KeyTypeError(f"store keys are bytes or str, not {t.__name__}")
+
+
+def value_bytes(value: Any) -> bytes:
+    """``value`` as bytes (bytes-like objects copied); anything else raises :class:`KeyTypeError`."""
+    t = type(value)
+    if t is bytes:
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):  # bytes subclasses (np.bytes_) too
+        return bytes(value)
+    raise KeyTypeError(f"store values are bytes, not {t.__name__}")
+
+
+class WriteBatch:
+    """Puts, deletes, range deletes applied atomically by :meth:`DB.write` (all or none, even after a crash)."""
+
+    __slots__ = ("ops", "_puts_only")
+
+    def __init__(self):
+        self.ops: list[tuple[bytes, Any]] = []
+        self._puts_only = True
+
+    def put(self, key, value) -> "WriteBatch":
+        if type(key) is not bytes:
+            key = key_bytes(key)
+        if type(value) is not bytes:
+            value = value_bytes(value)
+        self.ops.append((key, value))
+        return self
+
+    def delete(self, key) -> "WriteBatch":
+        self.ops.append((key_bytes(key), None))
+        self._puts_only = False
+        return self
+
+    def delete_range(self, start, end) -> "WriteBatch":
+        """Delete every key in ``[start, end)`` (a range tombstone, :mod:`.rangedel`)."""
+        if rangedel.check_range(start := key_bytes(start), end := key_bytes(end)):
+            self.ops.append((start, wal.RangeEnd(end)))
+            self._puts_only = False
+        return self
+
+    def clear(self) -> None:
+        self.ops.clear()
+        self._puts_only = True
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+
+_U32 = struct.Struct("<I")
+
+
+def record(batch: WriteBatch, first: int):
+    """The WAL record of ``batch``'s operations at sequences ``first, first + 1, ...`` (bytes-like)
+    and, for a batch of puts only, its keys and values (for :func:`apply`; else ``None``)."""
+    ops = batch.ops
+    if not batch._puts_only or len(ops) < 8:
+        return wal.encode_batch(first, ops), None
+    keys, values = zip(*ops)
+    kd = b"".join(keys)
+    vd = b"".join(values)
+    n = len(ops)
+    ko = np.zeros(n + 1, np.int64)
+    vo = np.zeros(n + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, keys), np.int64, n), out=ko[1:])
+    np.cumsum(np.fromiter(map(len, values), np.int64, n), out=vo[1:])
+    rec = put_batch_record(np.frombuffer(kd, np.uint8), ko, np.frombuffer(vd, np.uint8), vo, first)
+    _U32.pack_into(rec, 0, crc32c(memoryview(rec)[4:]))
+    return rec, (keys, values, len(kd) + len(vd))
+
+
+def apply(mem, first: int, ops, puts, keep_old: bool) -> None:
+    """Insert a batch's operations into memtable ``mem`` at sequences ``first, ...``; ``puts`` is
+    :func:`record`'s second answer (the fast path: no snapshot keeps old versions)."""
+    if puts is None or keep_old:
+        mem.apply(first, ops, keep_old)
+        return
+    keys, values, size = puts
+    latest = mem.latest
+    mem.pending.extend([k for k in dict.fromkeys(keys) if k not in latest])
+    latest.update(zip(keys, zip(range(first, first + len(keys)), values)))
+    mem.bytes += size + ENTRY_OVERHEAD * len(keys)
