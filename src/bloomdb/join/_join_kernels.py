@@ -3,7 +3,11 @@
 Table layout: ``slots`` is a ``uint64`` array of ``2 * capacity`` words (capacity a power of
 two, at most half full); slot ``s`` is the word pair ``(tag, group + 1)`` where ``group + 1 == 0``
 marks an empty slot. Integer tables keep the key itself as the tag; byte-string tables keep the
-key's XXH3-64 and compare bytes against the group's representative build row. The home slot of
+key's XXH3-64 and compare bytes against the group's representative build row; composite tables
+(a multi-column key of fixed-width columns, one ``uint64`` word per column: a column of the
+2-D ``words`` array, one row of it per key column) keep the key's :func:`hash_words` and compare
+its words with the representative's (build words are stored one row per key, a key's words in
+one cache line). The home slot of
 a key is the top ``log2(capacity)`` bits of its XXH3-64 (``hash >> shift``), then linear probing
 — the pair shares one cache line, so a probe costs one miss.
 
@@ -60,8 +64,47 @@ def _bytes_equal(a, a0, a1, b, b0, b1):
 
 
 @njit(cache=True, nogil=True)
-def build_bytes(data, offsets, hashes, slots, shift, row_group, rep):
-    """Insert byte-string keys (``data``/``offsets``, their ``hashes``); ``rep[g]`` = first row of group g."""
+def hash_words(words, out):
+    """``out[i]`` = hash of composite key ``i``, the words ``words[:, i]`` (one row of ``words``
+    per key column): the words folded as a polynomial mod 2^64 (``acc * C + w``, C odd, so the
+    column order matters), then XXH3-64 of that word — one XXH3 per key whatever the column
+    count. Two keys that fold to the same word share a hash (rare: for two columns it needs
+    ``Δw0 * C ≡ -Δw1 (mod 2^64)``); the table then still compares their words, the filter lets
+    both in. One pass; every key is hashed (null keys too)."""
+    c = np.uint64(0x9E3779B97F4A7C15)
+    first = words[0]
+    if words.shape[0] == 2:  # the common case, one vectorisable loop
+        second = words[1]
+        for i in range(first.shape[0]):
+            out[i] = xxh3_64_u64(first[i] * c + second[i])
+        return
+    out[:] = first
+    for j in range(1, words.shape[0]):
+        w = words[j]
+        for i in range(out.shape[0]):
+            out[i] = out[i] * c + w[i]
+    for i in range(out.shape[0]):
+        out[i] = xxh3_64_u64(out[i])
+
+
+@njit(cache=True, nogil=True)
+def _words_equal(a, i, b, r):
+    """Whether key ``i`` of ``a`` (one row per key column) equals key ``r`` of ``b`` (one row per key)."""
+    for j in range(b.shape[1]):
+        if a[j, i] != b[r, j]:
+            return False
+    return True
+
+
+#: key forms (probe and build modes)
+INTS, BYTES, WORDS = 0, 1, 2
+
+
+@njit(cache=True, nogil=True)
+def build_hashed(mode, data, offsets, words, keys, hashes, slots, shift, row_group, rep):
+    """Insert hashed keys (their ``hashes``): byte strings ``data``/``offsets`` (``mode`` BYTES)
+    or composite keys (WORDS: ``words`` one row per key column, ``keys`` the same words one row
+    per key). ``rep[g]`` = first key of group g; keys with equal tags are compared by value."""
     mask = np.uint64((slots.shape[0] >> 1) - 1)
     groups = 0
     for i in range(hashes.shape[0]):
@@ -78,7 +121,11 @@ def build_bytes(data, offsets, hashes, slots, shift, row_group, rep):
                 break
             if slots[2 * s] == h:
                 r = rep[np.int64(g) - 1]
-                if _bytes_equal(data, offsets[i], offsets[i + 1], data, offsets[r], offsets[r + 1]):
+                if mode == 1:
+                    same = _bytes_equal(data, offsets[i], offsets[i + 1], data, offsets[r], offsets[r + 1])
+                else:
+                    same = _words_equal(words, i, keys, r)
+                if same:
                     row_group[i] = np.int64(g) - 1
                     break
             s = (s + np.uint64(1)) & mask
@@ -86,40 +133,42 @@ def build_bytes(data, offsets, hashes, slots, shift, row_group, rep):
 
 
 @njit(cache=True, nogil=True)
-def _slot_of(keys, hashes, i, is_bytes, shift):
-    return (hashes[i] if is_bytes else xxh3_64_u64(keys[i])) >> shift
+def _slot_of(keys, hashes, i, mode, shift):
+    return (xxh3_64_u64(keys[i]) if mode == 0 else hashes[i]) >> shift
 
 
 @njit(cache=True, nogil=True)
-def probe(keys, data, offsets, hashes, is_bytes, valid, sel, use_sel, slots, shift, b_data, b_offsets, rep,
-          out_pos, out_group):
+def probe(keys, data, offsets, words, hashes, mode, valid, sel, use_sel, slots, shift, b_data, b_offsets, b_words,
+          rep, out_pos, out_group):
     """Probe every row (``use_sel`` False) or the positions ``sel`` against the table.
 
-    Integer keys: ``keys`` (uint64), hashed here. Byte-string keys (``is_bytes``): ``data`` /
-    ``offsets`` with their ``hashes``; a tag match is confirmed by comparing bytes with the
-    group's representative build row (``b_data``/``b_offsets``/``rep``). ``valid`` is a bool array
+    ``mode`` INTS: ``keys`` (uint64), hashed here. BYTES: byte-string keys ``data`` / ``offsets``
+    with their ``hashes``; a tag match is confirmed by comparing bytes with the group's
+    representative build row (``b_data``/``b_offsets``/``rep``). WORDS: composite keys, ``words``
+    (one row per key column) with their :func:`hash_words`, confirmed against ``b_words[rep[g]]``
+    (one row per build key). ``valid`` is a bool array
     (True = not null) or empty for "no nulls". Returns ``(matches, probed)``: matching rows written
     to ``out_pos``/``out_group`` in row order, and how many non-null rows were looked up.
     """
     mask = np.uint64((slots.shape[0] >> 1) - 1)
-    n = sel.shape[0] if use_sel else (hashes.shape[0] if is_bytes else keys.shape[0])
+    n = sel.shape[0] if use_sel else (keys.shape[0] if mode == 0 else hashes.shape[0])
     has_valid = valid.shape[0] > 0
     ring = np.empty(16, np.uint64)
     for j in range(min(AHEAD, n)):
-        ring[j] = _slot_of(keys, hashes, sel[j] if use_sel else j, is_bytes, shift)
+        ring[j] = _slot_of(keys, hashes, sel[j] if use_sel else j, mode, shift)
         prefetch(slots, 2 * ring[j])
     m = 0
     probed = 0
     for j in range(n):
         if j + AHEAD < n:
-            s2 = _slot_of(keys, hashes, sel[j + AHEAD] if use_sel else j + AHEAD, is_bytes, shift)
+            s2 = _slot_of(keys, hashes, sel[j + AHEAD] if use_sel else j + AHEAD, mode, shift)
             ring[(j + AHEAD) & 15] = s2
             prefetch(slots, 2 * s2)
         i = sel[j] if use_sel else j
         if has_valid and not valid[i]:
             continue
         probed += 1
-        tag = hashes[i] if is_bytes else keys[i]
+        tag = keys[i] if mode == 0 else hashes[i]
         s = ring[j & 15]
         while True:
             g = slots[2 * s + 1]
@@ -127,9 +176,11 @@ def probe(keys, data, offsets, hashes, is_bytes, valid, sel, use_sel, slots, shi
                 break
             if slots[2 * s] == tag:
                 hit = True
-                if is_bytes:
+                if mode == 1:
                     r = rep[np.int64(g) - 1]
                     hit = _bytes_equal(data, offsets[i], offsets[i + 1], b_data, b_offsets[r], b_offsets[r + 1])
+                elif mode == 2:
+                    hit = _words_equal(words, i, b_words, rep[np.int64(g) - 1])
                 if hit:
                     out_pos[m] = i
                     out_group[m] = np.int64(g) - 1
@@ -229,4 +280,49 @@ def merge_unmatched(pos, groups, unmatched, group_start, group_rows, expand, out
             out_row[o] = -1 if expand else 1
             o += 1
             u += 1
+    return o
+
+
+@njit(cache=True, nogil=True)
+def merge_groups(pos, groups, unmatched, out_pos, out_group):
+    """Probe-order merge of matched rows ``pos`` (ascending, key groups ``groups``) and
+    ``unmatched`` rows (ascending, disjoint from ``pos``; their group is written as -1)."""
+    i = 0
+    u = 0
+    o = 0
+    while i < pos.shape[0] or u < unmatched.shape[0]:
+        if u >= unmatched.shape[0] or (i < pos.shape[0] and pos[i] < unmatched[u]):
+            out_pos[o] = pos[i]
+            out_group[o] = groups[i]
+            i += 1
+        else:
+            out_pos[o] = unmatched[u]
+            out_group[o] = -1
+            u += 1
+        o += 1
+    return o
+
+
+@njit(cache=True, nogil=True)
+def fill_from_groups(groups, group_start, grouped, grouped_valid, use_valid, out, out_valid):
+    """For each result probe row's key group ``groups[j]``: the values ``grouped[start[g]:start[g+1]]``
+    (a build column in group order, so a key's build rows are one contiguous run), or one null
+    where ``g == -1`` (``out_valid`` False, ``out`` 0). ``grouped_valid`` marks non-null build
+    values when ``use_valid``. Returns the values written. One sequential pass over the output;
+    the runs of the next ``AHEAD`` rows are prefetched (groups are visited in random order)."""
+    o = 0
+    n = groups.shape[0]
+    for j in range(n):
+        if j + AHEAD < n and groups[j + AHEAD] >= 0:
+            prefetch(grouped, group_start[groups[j + AHEAD]])
+        g = groups[j]
+        if g < 0:
+            out[o] = 0
+            out_valid[o] = False
+            o += 1
+            continue
+        for r in range(group_start[g], group_start[g + 1]):
+            out[o] = grouped[r]
+            out_valid[o] = grouped_valid[r] if use_valid else True
+            o += 1
     return o

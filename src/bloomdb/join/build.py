@@ -69,7 +69,7 @@ class BuildSide:
         self.domain = domain
         self.keys = from_arrow(table[key], domain)  # the (first) key column: min/max and Bloom pruning
         keys = self.keys if combined is None else combined  # what the hash table and the filter hold
-        self.kind = "int" if keys.ints is not None else "bytes"
+        self.kind = "int" if keys.ints is not None else "words" if keys.words is not None else "bytes"
         self.num_rows = keys.n
         rows = np.arange(keys.n, dtype=np.int64) if keys.valid is None else np.flatnonzero(keys.valid)
         n = rows.shape[0]
@@ -78,23 +78,23 @@ class BuildSide:
         self.shift = np.uint64(64 - (cap.bit_length() - 1))
         self.slots = np.zeros(2 * cap, np.uint64)
         row_group = np.empty(n, np.int64)
+        self.b_data, self.b_offsets, self.b_words = _DUMMY_U8, _DUMMY_I64, _DUMMY_W
+        rep = np.zeros(max(n, 1), np.int64)
         if self.kind == "int":
             self.groups = int(K.build_ints(_ro(np.ascontiguousarray(keys.ints[rows])), self.slots, self.shift, row_group))
-            self.rep = _ro(np.zeros(1, np.int64))
-        else:
-            # string tables compare against build rows: index the compact non-null copy
+        elif self.kind == "words":
+            # composite tables compare against build rows: index the compact non-null copy
+            live = _ro(np.ascontiguousarray(keys.words[:, rows]))
+            self.b_words = _ro(np.ascontiguousarray(live.T))  # one row per key: its words in one line
             h = _ro(np.ascontiguousarray(keys.hashes()[rows]))
-            offs = keys.offsets
-            starts, ends = offs[rows], offs[rows + 1]
-            lens = ends - starts
-            self.b_offsets = np.zeros(n + 1, np.int64)
-            np.cumsum(lens, out=self.b_offsets[1:])
-            idx = np.repeat(starts - self.b_offsets[:-1], lens) + np.arange(int(self.b_offsets[-1]), dtype=np.int64)
-            self.b_data = _ro(keys.data[idx] if idx.size else np.zeros(1, np.uint8))
-            self.b_offsets = _ro(self.b_offsets)
-            rep = np.empty(max(n, 1), np.int64)
-            self.groups = int(K.build_bytes(self.b_data, self.b_offsets, h, self.slots, self.shift, row_group, rep))
-            self.rep = _ro(rep[: max(self.groups, 1)])
+            self.groups = int(K.build_hashed(K.WORDS, _DUMMY_U8, _DUMMY_I64, live, self.b_words, h, self.slots,
+                                             self.shift, row_group, rep))
+        else:
+            h = _ro(np.ascontiguousarray(keys.hashes()[rows]))
+            self.b_data, self.b_offsets = _compact_bytes(keys, rows)
+            self.groups = int(K.build_hashed(K.BYTES, self.b_data, self.b_offsets, _DUMMY_W, _DUMMY_W, h, self.slots,
+                                             self.shift, row_group, rep))
+        self.rep = _ro(rep[: max(self.groups, 1)])
         self.slots = _ro(self.slots)
         order = np.argsort(row_group, kind="stable")
         self.group_rows = _ro(rows[order])  # build rows, grouped, in build order within a group
@@ -121,18 +121,24 @@ class BuildSide:
         use_sel = sel is not None
         s = _ro(sel) if use_sel else _EMPTY_SEL
         if self.kind == "int":
-            m, probed = K.probe(keys.ints, _DUMMY_U8, _DUMMY_I64, _DUMMY_U64, False, keys.valid_or_empty(), s, use_sel,
-                                self.slots, self.shift, _DUMMY_U8, _DUMMY_I64, self.rep, out_pos, out_grp)
+            m, probed = K.probe(keys.ints, _DUMMY_U8, _DUMMY_I64, _DUMMY_W, _DUMMY_U64, K.INTS, keys.valid_or_empty(),
+                                s, use_sel, self.slots, self.shift, self.b_data, self.b_offsets, self.b_words, self.rep,
+                                out_pos, out_grp)
+        elif self.kind == "words":
+            m, probed = K.probe(_DUMMY_U64, _DUMMY_U8, _DUMMY_I64, keys.words, keys.hashes(), K.WORDS,
+                                keys.valid_or_empty(), s, use_sel, self.slots, self.shift, self.b_data, self.b_offsets,
+                                self.b_words, self.rep, out_pos, out_grp)
         else:
-            m, probed = K.probe(_DUMMY_U64, keys.data, keys.offsets, keys.hashes(), True, keys.valid_or_empty(), s,
-                                use_sel, self.slots, self.shift, self.b_data, self.b_offsets, self.rep, out_pos, out_grp)
+            m, probed = K.probe(_DUMMY_U64, keys.data, keys.offsets, _DUMMY_W, keys.hashes(), K.BYTES,
+                                keys.valid_or_empty(), s, use_sel, self.slots, self.shift, self.b_data, self.b_offsets,
+                                self.b_words, self.rep, out_pos, out_grp)
         return out_pos[:m], out_grp[:m], int(probed)
 
     def filter_pass(self, keys: JoinKeys) -> np.ndarray:
         """Bool mask of rows the filter lets through (never drops a key of the build side)."""
         out = np.empty(keys.n, np.bool_)
         if keys.n:
-            if keys.ints is not None:
+            if keys.ints is not None:  # the filter hashes integer keys itself
                 self.filter.might_contain_many(keys.batch, out=out)
             else:
                 self.filter.might_contain_hashes(keys.hashes(), out=out)
@@ -186,7 +192,20 @@ class BuildSide:
         return i < arr.shape[0] and arr[i] <= hi
 
 
+def _compact_bytes(keys: JoinKeys, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(data, offsets)`` of the byte-string keys at ``rows``, packed (string tables compare
+    against build rows: they index this compact non-null copy)."""
+    offs = keys.offsets
+    starts, ends = offs[rows], offs[rows + 1]
+    lens = ends - starts
+    offsets = np.zeros(rows.shape[0] + 1, np.int64)
+    np.cumsum(lens, out=offsets[1:])
+    idx = np.repeat(starts - offsets[:-1], lens) + np.arange(int(offsets[-1]), dtype=np.int64)
+    return _ro(keys.data[idx] if idx.size else np.zeros(1, np.uint8)), _ro(offsets)
+
+
 _EMPTY_SEL = _ro(np.zeros(0, np.int64))
+_DUMMY_W = _ro(np.zeros((1, 1), np.uint64))
 _DUMMY_U8 = _ro(np.zeros(1, np.uint8))
 _DUMMY_I64 = _ro(np.zeros(1, np.int64))
 _DUMMY_U64 = _ro(np.zeros(1, np.uint64))

@@ -16,19 +16,22 @@ import pyarrow.compute as pc
 
 from ..hashing import hash_batch
 from ..keys import KeyBatch
+from ._join_kernels import hash_words
 from .compare import KeyDomain, _ro
 
 
 @dataclass
 class JoinKeys:
-    """One chunk of keys: ``ints`` (uint64, read-only) or ``data``/``offsets`` (uint8/int64), plus
-    ``valid`` (bool, True = not null) or None when there are no nulls."""
+    """One chunk of keys: ``ints`` (uint64, read-only), ``data``/``offsets`` (uint8/int64) or
+    ``words`` (a composite key of fixed-width columns: uint64, one row per key column, one word
+    per key), plus ``valid`` (bool, True = not null) or None when there are no nulls."""
 
     n: int
     ints: np.ndarray | None = None
     data: np.ndarray | None = None
     offsets: np.ndarray | None = None
     valid: np.ndarray | None = None
+    words: np.ndarray | None = None
     _hashes: np.ndarray | None = None
 
     @property
@@ -38,9 +41,17 @@ class JoinKeys:
         return KeyBatch(data=self.data, offsets=self.offsets)
 
     def hashes(self) -> np.ndarray:
-        """XXH3-64 of every key (computed once; null slots hash whatever they hold)."""
+        """XXH3-64 of every key, :func:`._join_kernels.hash_words` of a composite key (computed
+        once; null slots hash whatever they hold)."""
         if self._hashes is None:
-            self._hashes = _ro(hash_batch(self.batch)) if self.n else np.zeros(0, np.uint64)
+            if not self.n:
+                self._hashes = np.zeros(0, np.uint64)
+            elif self.words is not None:
+                h = np.empty(self.n, np.uint64)
+                hash_words(self.words, h)
+                self._hashes = _ro(h)
+            else:
+                self._hashes = _ro(hash_batch(self.batch))
         return self._hashes
 
     def valid_or_empty(self) -> np.ndarray:
@@ -82,20 +93,19 @@ def from_arrow(arr: pa.Array | pa.ChunkedArray, domain: KeyDomain) -> JoinKeys:
 
 
 def combine(parts: list[JoinKeys]) -> JoinKeys:
-    """One byte-string key per row from the keys of several columns (a multi-column key): each
-    column's key as 8 bytes (a domain word) or as its length (8 bytes) then its bytes, so two rows
-    have equal combined keys exactly when every column's keys are equal. A row with a null (or
-    unrepresentable) key in any column is not valid. Cost: one pass over the key bytes."""
+    """One key per row from the keys of several columns (a multi-column key). When every column
+    is fixed-width (integers, floats, dates, timestamps: one domain word each) the key is a column
+    of ``words`` (columns x n uint64), hashed and compared as a typed tuple. Otherwise a byte string:
+    each column's key as 8 bytes (a domain word) or as its length (8 bytes) then its bytes, so two
+    rows have equal combined keys exactly when every column's keys are equal. A row with a null
+    (or unrepresentable) key in any column is not valid. Cost: one pass over the keys."""
     n = parts[0].n
     valid = None
     for p in parts:
         if p.valid is not None:
             valid = p.valid.copy() if valid is None else (valid & p.valid)
     if all(p.ints is not None for p in parts):
-        words = np.ascontiguousarray(np.stack([p.ints for p in parts], axis=1)).reshape(-1)
-        width = 8 * len(parts)
-        data = words.view(np.uint8) if words.size else np.zeros(1, np.uint8)
-        return JoinKeys(n, data=_ro(data), offsets=_ro(np.arange(n + 1, dtype=np.int64) * width), valid=valid)
+        return JoinKeys(n, valid=valid, words=_ro(np.stack([p.ints for p in parts])))
     lens = np.zeros(n, np.int64)
     for p in parts:
         lens += 8 if p.ints is not None else 8 + np.diff(p.offsets[: n + 1])

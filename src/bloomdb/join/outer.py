@@ -32,6 +32,18 @@ def pairs(bs: BuildSide, how: str, pos: np.ndarray, grp: np.ndarray,
     return _merge(bs, pos, grp, unmatched, True)
 
 
+def result_groups(pos: np.ndarray, grp: np.ndarray, unmatched: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(probe rows, key groups)``: matched rows ``pos`` and ``unmatched`` rows (group -1) merged
+    in probe order, each once. Cost: one kernel pass (none without unmatched rows)."""
+    if unmatched.shape[0] == 0:
+        return pos, grp
+    n = pos.shape[0] + unmatched.shape[0]
+    out_pos = np.empty(n, np.int64)
+    out_grp = np.empty(n, np.int64)
+    K.merge_groups(pos, grp, unmatched, out_pos, out_grp)
+    return out_pos, out_grp
+
+
 def probe_weights(bs: BuildSide, how: str, pos: np.ndarray, grp: np.ndarray,
                   unmatched: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
     """``(probe positions ascending, multiplicities or None)``: each result probe row once with the

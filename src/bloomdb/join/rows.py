@@ -1,7 +1,8 @@
 """The row-producing sink of the join: one Arrow record batch of result rows per probe chunk.
 
-Probe columns are decoded at the result rows only (or whole when the chunk was not filtered);
-build columns are taken from the build table at the matching build rows (null where none). Right
+Probe columns are decoded at the result's distinct probe rows only (or whole when the chunk was
+not filtered), then repeated where a key has several build rows; build columns are copied from
+the build table held in key-group order, null where no build row matches (:mod:`.fanout`). Right
 and full joins end with the build rows no probe row matched (:meth:`RowSink.build_only`).
 """
 
@@ -11,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import InvalidArgument
-from . import outer
+from . import fanout, outer
 from .build import BuildSide
 from .plan import OutColumn
 from .sources import ProbeChunk
@@ -23,15 +24,30 @@ class RowSink:
         self.outs, self.bs, self.how = outs, bs, how
         types = [(probe_schema if o.side == "probe" else bs.table.schema).field(o.name).type for o in outs]
         self.schema = pa.schema([pa.field(o.out, t) for o, t in zip(outs, types)])
+        self.fans_out = bool(bs.groups) and int(bs.group_count.max()) > 1
+        self.grouped = {o.name: fanout.GroupedColumn(bs.table[o.name], bs.group_rows)
+                        for o in outs if o.side == "build"}
 
     def chunk(self, ch: ProbeChunk, r: ChunkResult, pos, grp, unmatched, whole: bool) -> None:
-        ppos, brow = outer.pairs(self.bs, self.how, pos, grp, unmatched)
-        r.result_rows = ppos.shape[0]
-        if ppos.shape[0] == 0:
+        if self.how in ("semi", "anti"):
+            rows = pos if self.how == "semi" else unmatched
+            r.result_rows = rows.shape[0]
+            if rows.shape[0]:
+                at = outer.AtRows(ch, rows, whole)
+                r.arrays = [at.arrow(o.name) for o in self.outs]
             return
-        at = outer.AtRows(ch, ppos, whole)
-        r.arrays = [at.arrow(o.name) if o.side == "probe" else outer.take(self.bs.table[o.name], brow)
-                    for o in self.outs]
+        rows, groups = outer.result_groups(pos, grp, unmatched)
+        counts, total = None, rows.shape[0]
+        if self.fans_out and total:
+            counts = np.where(groups >= 0, self.bs.group_count[groups], 1)
+            total = int(counts.sum())
+        r.result_rows = total
+        if total == 0:
+            return
+        at = outer.AtRows(ch, rows, whole)
+        bs = self.bs
+        r.arrays = [fanout.repeat(at.arrow(o.name), counts) if o.side == "probe"
+                    else self.grouped[o.name].at(groups, bs.group_start, bs.group_rows, total) for o in self.outs]
 
     def build_only(self, rows: np.ndarray) -> pa.RecordBatch | None:
         """The rows of a right / full join that only the build side has: probe columns null (a key

@@ -118,7 +118,7 @@ class DB:
         self._cache = make_cache(options, read_only)  # the read route: memory-mapped, or the bounded cache (:mod:`.cache`)
         self._stats = Counter()
         self._reads = Reads()
-        self._probe_base = np.zeros(3, np.int64)
+        self._probe_base = np.zeros(layout.N_COUNTERS, np.int64)
         self._iterators: weakref.WeakSet = weakref.WeakSet()
         self._vs = VersionSet(self._fs, path, self._cache)
         self._bg = Background(self, options.background_compaction and not read_only)
@@ -341,7 +341,7 @@ class DB:
             old = self._vs.log_and_apply(deleted, added, live_log, self._seq)
             new = self._vs.current
             if old._probe is not None:
-                self._probe_base += old.refresh_probe()[0][layout.C_CHECKS : layout.C_POSITIVE + 1]
+                self._probe_base += old.refresh_probe()[0][layout.COUNTERS]
             imm = self._imm
             if drop_imm:
                 self._imm = None
@@ -522,12 +522,9 @@ class DB:
         mem, imm, ver = self._state
         counters = self._probe_base.copy()
         if ver._probe is not None:
-            counters += ver.refresh_probe()[0][layout.C_CHECKS : layout.C_POSITIVE + 1]
+            counters += ver.refresh_probe()[0][layout.COUNTERS]
         st = self._stats
-        rd = self._reads
-        checks = int(counters[0]) + rd.checks
-        useful = int(counters[1]) + rd.useful
-        positive = int(counters[2]) + rd.positive
+        checks, useful, positive, blocks, lookups, found = self._reads.totals(counters)
         refs = ver.all_refs()
         held = ver.memory()
         wal_bytes = st["wal_bytes"] + (self._log.bytes if self._log is not None else 0)
@@ -536,10 +533,10 @@ class DB:
             "filter_checks": checks,
             "filter_useful": useful,
             "filter_positive": positive,
-            "true_positive": rd.true_positive,
+            "true_positive": found,
             "filter_useful_ratio": useful / checks if checks else 0.0,
             "filters_damaged": sum(1 for r in refs if r.table.filter_damaged),
-            "data_blocks_read": rd.blocks_read,
+            "data_blocks_read": blocks,
             "block_cache_hits": self._cache.hits if self._cache else 0,
             "block_cache_misses": self._cache.misses if self._cache else 0,
             "tables_per_level": [len(level) for level in ver.levels],
@@ -547,8 +544,8 @@ class DB:
             "filter_bytes": sum(r.table.filter_bytes for r in refs),
             "compactions": st["compactions"], "prefix_checks": st["prefix_checks"], "prefix_skips": st["prefix_skips"],
             "write_amplification": (st["bytes_flushed"] + st["bytes_compacted"]) / logged if wal_bytes else 0.0,
-            "table_lookups": rd.lookups,
-            "read_amplification": rd.blocks_read / max(1, rd.lookups),
+            "table_lookups": lookups,
+            "read_amplification": blocks / max(1, lookups),
             "filter_memory_bytes": held[0],
             "index_memory_bytes": held[1],
             "memtable_entries": len(mem) + (len(imm) if imm is not None else 0),

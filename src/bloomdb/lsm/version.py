@@ -71,16 +71,18 @@ class Version:
 
     # -- the probe directory ------------------------------------------------------------------
     def probe(self):
-        """``(directory array,)`` for :func:`probe._probe_kernels.probe`; built on the version's first
-        read (no filter is read then: each table's filter is read by its first lookup, see
-        :mod:`.probe.directory`), then kept. ``self.directory`` answers what the kernel hands over."""
+        """``(directory array, table bytes per slot)``: what a point lookup needs
+        (:func:`probe._get_kernels.lookup` takes the array; a value is a slice of its slot's
+        bytes); built on the version's first read (no filter is read then: each table's filter is
+        read by its first lookup, see :mod:`.probe.directory`), then kept.
+        ``self.directory`` answers what the kernel hands over."""
         p = self._probe
         if p is not None:
             return p
         with self._lock:
             if self._probe is None:
                 self.directory = Directory(self.slots, self.levels)
-                self._probe = (self.directory.array,)
+                self._probe = (self.directory.array, tuple(r.table.value_bytes for r in self.slots))
             return self._probe
 
     def prefix_filters(self, name: str) -> PrefixFilters:
@@ -98,5 +100,5 @@ class Version:
         """The probe tuple after the directory was laid out again (a lazy load may do that)."""
         d = self.directory.array
         if self._probe[0] is not d:
-            self._probe = (d,)
+            self._probe = (d, self._probe[1])
         return self._probe

@@ -110,6 +110,12 @@ def _put_record(d, r: int, rec, off: int) -> None:
     d[r + L.R_FAM] = code
 
 
+def _read_state(t):
+    """``(file bytes, index array, checked flags)`` of table ``t`` for the lookup kernel
+    (:meth:`Table.lookup_arrays`), or ``None``: every read of ``t`` goes through Python."""
+    return t.lookup_arrays()
+
+
 def _filter_says(f, keys: list[bytes]) -> list[bool]:
     """Filter ``f``'s answers for ``keys`` through the family's public contract (it hashes the
     keys its own way): ``might_contain`` for one key (cheaper than a batch of one),
@@ -126,6 +132,10 @@ class Directory:
         self.slots = slots
         self.levels = levels
         self._lock = threading.Lock()
+        #: per slot, the arrays the lookup kernel reads the table through (their addresses are in
+        #: the slot's S_T* words): held here so the mapped file stays open while this directory
+        #: can be probed (a map with exported buffers refuses to close)
+        self._pins = [_read_state(r.table) for r in slots]
         self.array = self._build(None)
 
     @property
@@ -171,7 +181,7 @@ class Directory:
         d[L.ARRAY_BASE] = array_base
         d[L.BYTE_BASE] = byte_base
         if counters is not None:
-            d[L.C_CHECKS : L.C_POSITIVE + 1] = counters
+            d[L.COUNTERS] = counters
         aoff = array_base
         boff = byte_base
         pt = L.SLOTS + L.STRIDE * nslots
@@ -184,6 +194,12 @@ class Directory:
             u64[b + L.S_MAX_W : b + L.S_MAX_W + 2] = prefix_words(mx)
             d[b + L.S_MAX_OFF], d[b + L.S_MAX_LEN] = boff + len(mn), len(mx)
             boff += len(mn) + len(mx)
+            pin = self._pins[i]
+            if pin is not None:
+                for w, a in ((L.S_TBUF, pin[0]), (L.S_TIDX, pin[1]), (L.S_TCHK, pin[2])):
+                    d[b + w] = a.ctypes.data
+                d[b + L.S_TLEN] = pin[0].shape[0]
+                d[b + L.S_TIDXLEN] = pin[1].shape[0]
             if kind == L.PARTITIONED:
                 d[b + L.S_REC + L.R_OFF] = pt
                 d[b + L.S_REC + L.R_LEN] = len(parts)
@@ -285,7 +301,7 @@ class Directory:
             d[b + L.S_KIND] = L.NONE
             return
         # another family, or partitioned: lay the directory out again, once
-        self.array = self._build(d[L.C_CHECKS : L.C_POSITIVE + 1].copy())
+        self.array = self._build(d[L.COUNTERS].copy())
 
     def _partition(self, s, t, i: int):
         """Partition ``i`` of slot ``s``'s table, read on first use (``None``: damaged); a

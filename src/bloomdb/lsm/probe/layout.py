@@ -13,9 +13,14 @@ One int64 array per store version::
     [C_CHECKS]           counter: filter probes done
     [C_USEFUL]           counter: probes that said "definitely not" (the read was saved)
     [C_POSITIVE]         counter: probes that said "may contain"
+    [C_BLOCKS]           counter: data blocks the lookup kernel searched (:mod:`._get_kernels`)
+    [C_LOOKUPS]          counter: keys the lookup kernel looked up in the tables
+    [C_FOUND]            counter: lookups the kernel answered from a table (value or deletion)
     [SLOTS + STRIDE*s..] slot s, fields S_*: kind, then for the min key and the max key each:
                          its two big-endian prefix words (read as uint64), its byte offset into
-                         the array and its length, then its filter record (R_*)
+                         the array and its length, the table's read state (S_T*: addresses
+                         and lengths of its mapped file, its index array and its checked-block
+                         flags; address 0: Python reads it), then its filter record (R_*)
     partition entry      (``PSTRIDE`` words, fields P_*, for kind PARTITIONED) last key's two
                          prefix words, its offset and length, state, filter record
     filter record        (``RSTRIDE`` words, fields R_*) family code F_*, the byte offset and
@@ -48,7 +53,12 @@ BYTE_BASE = 19
 C_CHECKS = 20
 C_USEFUL = 21
 C_POSITIVE = 22
-SLOTS = 24  # header size: slot 0 starts here
+C_BLOCKS = 23
+C_LOOKUPS = 24
+C_FOUND = 25
+COUNTERS = slice(C_CHECKS, C_FOUND + 1)  #: every counter word, in this order
+N_COUNTERS = C_FOUND + 1 - C_CHECKS
+SLOTS = 26  # header size: slot 0 starts here
 MAX_LISTED_LEVELS = (ARRAY_BASE - LEVEL_FIRST) // 2  # levels below L0 the header has room for
 
 # a filter record (RSTRIDE words, fields R_*), inside a slot (at S_REC) or a partition entry (at
@@ -69,7 +79,15 @@ S_MIN_LEN = 4
 S_MAX_W = 5  # two prefix words
 S_MAX_OFF = 7
 S_MAX_LEN = 8
-S_REC = 9  # the filter record; PARTITIONED: R_OFF = partition table index, R_LEN = partitions;
+# the table's read state (written once when the directory is built): the lookup kernel reads
+# the table through these addresses; the Directory keeps the arrays they point into alive (their
+# owner, the mapped file, cannot be closed while they are referenced)
+S_TBUF = 9  # address of the table file's bytes (0: no fast read, Python reads)
+S_TLEN = 10  # its length
+S_TIDX = 11  # address of the table's index array (int64, :func:`sstable._table_kernels.parse_index`)
+S_TIDXLEN = 12  # its length in words
+S_TCHK = 13  # address of its checked-block flags (uint8, one per block)
+S_REC = 14  # the filter record; PARTITIONED: R_OFF = partition table index, R_LEN = partitions;
 #            LAZY: R_OFF = byte offset of the room reserved for the array, R_LEN = bytes reserved
 STRIDE = S_REC + RSTRIDE
 

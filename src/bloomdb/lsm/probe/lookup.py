@@ -1,15 +1,21 @@
-"""Point reads below the memtables: the probe kernel names the tables that may hold a key, this
-module reads them in order until one does (LevelDB's ``Version::Get`` over its ``table_cache``).
+"""Point reads below the memtables: ONE kernel call per key (or per batch) probes the filter of
+every table that may hold the key and reads the data block of each table a filter lets through
+(:mod:`._get_kernels`, LevelDB's ``Version::Get``); Python only slices the value out of the
+table's mapped bytes, and finishes what the kernel hands over.
 
 A *version* here is anything with ``slots`` (refs whose ``.table`` is an
 :class:`~bloomdb.lsm.sstable.Table`), ``directory`` (:class:`.directory.Directory`), ``probe()``
-and ``refresh_probe()`` (:class:`bloomdb.lsm.version.Version`). The kernel's answer for a key
-is a slot to read, ``-1`` (no table may hold it) or ``-slot - 2``: Python decides for that slot
-first (a filter to load on its first lookup, :meth:`.directory.Directory.check_many`).
+and ``refresh_probe()`` (:class:`bloomdb.lsm.version.Version`): ``probe()`` is the per-version
+state ``(directory array, table bytes per slot)``, built once per version. The kernel hands a
+slot to Python when its filter is not in the directory yet (``ASK``: read on the table's first
+lookup, :meth:`.directory.Directory.check_many`) or its block must be read in Python (``READ``:
+the block's CRC32C not checked yet, a compressed block, damage -- :meth:`Table.get` raises
+``CorruptionError``); then the kernel resumes from the next slot.
 
-:class:`Reads` keeps the read counters :meth:`DB.stats` reports (lookups that reached the tables,
-data blocks read, lookups that found the key, filter checks made in Python). Cost per key: one kernel call, plus one data block
-per table whose filter said "may contain".
+:class:`Reads` keeps the counters of the reads finished in Python; the kernel counts its own in
+the directory (:data:`.layout.COUNTERS`) -- :meth:`DB.stats` adds them. Cost per key: one kernel
+call (~0.4 us of dispatch, a hash, one filter check per candidate table, one data block per table
+a filter lets through), plus a slice for a value.
 """
 
 from __future__ import annotations
@@ -18,47 +24,60 @@ import numpy as np
 
 from ..sstable import DELETED, MISSING
 from ..sstable.builder import pack_bytes
-from . import _probe_kernels as K
+from . import _get_kernels as G
+from ._get_kernels import ASK, CHECK, VALUE
+
+_ANSWER = {G.MISSING: MISSING, G.DELETED: DELETED}
 
 
 class Reads:
-    """Table reads of one store and their counters."""
+    """Table reads of one store and the counters of the part done in Python."""
 
     __slots__ = ("lookups", "blocks_read", "true_positive", "checks", "useful", "positive")
 
     def __init__(self):
-        self.lookups = 0  # keys looked up in the tables (the memtables did not answer)
-        self.blocks_read = 0  # plain attributes, not counters: they are updated on every read
+        self.lookups = 0  # plain attributes, not counters: kept for reads finished in Python
+        self.blocks_read = 0
         self.true_positive = 0
         self.checks = self.useful = self.positive = 0  # filter checks answered in Python
 
+    def totals(self, counters) -> list[int]:
+        """Checks, useful checks, positives, data blocks read, lookups and lookups answered by a
+        table: the kernel's ``counters`` (the directory words :data:`.layout.COUNTERS`) plus
+        the reads finished in Python."""
+        mine = (self.checks, self.useful, self.positive, self.blocks_read, self.lookups, self.true_positive)
+        return [int(c) + m for c, m in zip(counters.tolist(), mine)]
+
     def get(self, ver, key: bytes, snap: int):
         """``key``'s newest entry visible at ``snap`` in ``ver``'s tables: its value, DELETED or
-        MISSING. One kernel call, then one data block per table the filters let through."""
-        self.lookups += 1
+        MISSING. One kernel call; Python only when the kernel hands a slot over."""
         p = ver._probe or ver.probe()
-        s = K.probe(p[0], key, 0)
-        if s == -1:
-            return MISSING
-        if s >= 0:  # the common case, one call shorter: the filter said "may contain"
-            r = self.read(ver, s, key, snap)
-            if r is not MISSING:
-                return r
-            s = K.probe(ver.refresh_probe()[0], key, s + 1)
-        return self._follow(ver, s, key, snap)
+        st, s, a, n = G.lookup(p[0], key, snap, 0)
+        if st == VALUE:
+            return p[1][s][a : a + n]
+        if st < ASK:
+            return _ANSWER[st]
+        return self._finish(ver, key, snap, st, s, a)
 
-    def _follow(self, ver, s: int, key: bytes, snap: int):
-        """Follow the kernel's answer ``s`` through the tables until one holds ``key``."""
-        while s != -1:
-            if s < -1:
-                s = -s - 2
-                r = self.read(ver, s, key, snap) if self._ask_many(ver, s, [key])[0] else MISSING
+    def _finish(self, ver, key: bytes, snap: int, st: int, s: int, a: int):
+        """Finish in Python the slot ``s`` the kernel handed over with status ``st`` (``a``: the
+        block to check for ``CHECK``), then resume the kernel from the next slot, until an
+        answer."""
+        while True:
+            if st == CHECK:
+                ver.slots[s].table.check_block(a)  # from now on the kernel reads the block in place
+            if st == ASK and not self._ask_many(ver, s, [key])[0]:
+                r = MISSING
             else:
                 r = self.read(ver, s, key, snap)
             if r is not MISSING:
                 return r
-            s = K.probe(ver.refresh_probe()[0], key, s + 1)
-        return MISSING
+            p = ver.refresh_probe()
+            st, s, a, n = G.lookup(p[0], key, snap, s + 1)
+            if st == VALUE:
+                return p[1][s][a : a + n]
+            if st < ASK:
+                return _ANSWER[st]
 
     def _ask_many(self, ver, s: int, keys: list[bytes]) -> list[bool]:
         """The filter checks of slot ``s`` the kernel left to Python, one batched call: counted
@@ -73,7 +92,7 @@ class Reads:
         return [v is not False for v in verdicts]
 
     def read(self, ver, s: int, key: bytes, snap: int):
-        """Read table slot ``s`` for ``key`` (one data block): value, DELETED or MISSING."""
+        """Read table slot ``s`` for ``key`` in Python (one data block): value, DELETED or MISSING."""
         r = ver.slots[s].table.get(key, snap)
         self.blocks_read += 1
         if r is not MISSING:
@@ -82,41 +101,60 @@ class Reads:
 
     def get_many(self, ver, keys: list[bytes], snap: int, out: list, todo) -> None:
         """Set ``out[todo[j]]`` to the value of ``keys[j]`` for every key found with a value.
-        The filter checks of the whole batch are one kernel call (one hash per key)."""
-        self.lookups += len(keys)
+        The whole batch is one kernel call (filters and blocks); keys it hands over are finished
+        per slot in Python (:meth:`_resolve`)."""
         data, offsets = pack_bytes(keys)
-        slots = np.empty(len(keys), np.int64)
+        m = len(keys)
+        status = np.empty(m, np.int64)
+        slots = np.empty(m, np.int64)
+        voff = np.empty(m, np.int64)
+        vlen = np.empty(m, np.int64)
         p = ver._probe or ver.probe()
-        K.probe_many(p[0], data, offsets, slots)
-        hits = np.flatnonzero(slots != -1)
-        if hits.size:
-            sl = slots.tolist()
-            self._resolve(ver, {j: sl[j] for j in hits.tolist()}, keys, snap, out, todo)
+        G.lookup_many(p[0], data, offsets, snap, status, slots, voff, vlen)
+        hits = np.flatnonzero(status != G.MISSING)
+        if not hits.size:
+            return
+        bufs = p[1]
+        pending = {}
+        for j, st, s, a, n in zip(hits.tolist(), status[hits].tolist(), slots[hits].tolist(),
+                                  voff[hits].tolist(), vlen[hits].tolist()):
+            if st == VALUE:
+                out[todo[j]] = bufs[s][a : a + n]
+            elif st >= ASK:
+                pending[j] = (st, s, a)
+        if pending:
+            self._resolve(ver, pending, keys, snap, out, todo)
 
     def _resolve(self, ver, pending: dict, keys: list, snap: int, out: list, todo) -> None:
-        """Follow the kernel's answers ``pending`` (key index -> slot, or ``-slot - 2``) for a
-        batch, round by round: the keys handed to Python are checked with one batched filter call
-        per slot, then every key that may be in its slot reads it; a key not found there is
-        probed again from the next slot."""
+        """Finish the keys the kernel handed over (key index -> ``(status, slot, block)``) round
+        by round: blocks to check are checked once each (lookups read them in place from then
+        on), the ``ASK`` keys of a slot are checked with one batched filter call, the other keys
+        read their slot in Python; then the kernel resumes from the next slot for every key not
+        answered."""
         while pending:
             asks: dict[int, list[int]] = {}
-            for j, s in pending.items():
-                if s < -1:
-                    asks.setdefault(-s - 2, []).append(j)
+            checked: set[tuple[int, int]] = set()
+            for j, (st, s, a) in pending.items():
+                if st == ASK:
+                    asks.setdefault(s, []).append(j)
+                elif st == CHECK and (s, a) not in checked:
+                    checked.add((s, a))
+                    ver.slots[s].table.check_block(a)
             passed = {}
-            for slot, js in asks.items():
-                passed.update(zip(js, self._ask_many(ver, slot, [keys[j] for j in js])))
+            for s, js in asks.items():
+                passed.update(zip(js, self._ask_many(ver, s, [keys[j] for j in js])))
             nxt = {}
-            for j, s in pending.items():
-                if s < -1:
-                    s = -s - 2
-                    if not passed[j]:
-                        nxt[j] = s + 1
-                        continue
-                r = self.read(ver, s, keys[j], snap)
+            for j, (st, s, a) in pending.items():
+                r = MISSING if st == ASK and not passed[j] else self.read(ver, s, keys[j], snap)
                 if r is MISSING:
                     nxt[j] = s + 1
                 elif r is not DELETED:
                     out[todo[j]] = r
-            d = ver.refresh_probe()[0]
-            pending = {j: s for j, s in ((j, K.probe(d, keys[j], s)) for j, s in nxt.items()) if s != -1}
+            p = ver.refresh_probe()
+            pending = {}
+            for j, s in nxt.items():
+                st, s, a, n = G.lookup(p[0], keys[j], snap, s)
+                if st == VALUE:
+                    out[todo[j]] = p[1][s][a : a + n]
+                elif st >= ASK:
+                    pending[j] = (st, s, a)

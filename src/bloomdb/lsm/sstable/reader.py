@@ -25,6 +25,8 @@ from .block import RAW, TRAILER, unframe
 from .builder import PARTITION_MAGIC
 from .footer import decode_footer, decode_meta
 
+_U32 = struct.Struct("<I")
+
 MISSING = object()  #: the table holds no version of the key visible at the snapshot
 DELETED = object()  #: the visible version is a deletion
 
@@ -223,6 +225,22 @@ class Table:
         return self._index.nbytes + self._checked.nbytes + (sum(map(len, keys)) if keys is not None else 0)
 
     # -- blocks -------------------------------------------------------------------------------
+    @property
+    def value_bytes(self):
+        """The file's bytes (the memory map): a raw block's value is ``value_bytes[a:b]``;
+        ``None`` for a table with no mapped bytes (every lookup reads it through :meth:`get`)."""
+        return self._buf if len(self._arr) else None
+
+    def lookup_arrays(self):
+        """``(file bytes, index array, checked-block flags)``: what the store's lookup kernel
+        (:mod:`bloomdb.lsm.probe._get_kernels`) reads a point lookup through, by address, in the
+        same call that probes the filters; ``None`` (an empty file) sends every read through
+        :meth:`get`. A block whose flag is 0 (CRC32C not checked yet, or compressed) is handed
+        back to :meth:`get`. The caller keeps the arrays referenced while it may read them."""
+        if not len(self._arr):
+            return None
+        return self._arr, self._index, self._checked
+
     def block(self, i: int):
         """``(array, bytes-like, offset, size)`` of data block ``i``, checked; may raise CorruptionError."""
         off = self.offsets[i]
@@ -242,6 +260,25 @@ class Table:
         if cache is not None:
             cache.put((self.number, i), (arr, data), len(data))
         return arr, data, 0, len(data)
+
+    def check_block(self, i: int) -> bool:
+        """Check raw data block ``i``'s CRC32C once, in place (no copy of the block): True when it
+        is raw and intact (it is marked checked: lookups read it in place from now on), False
+        when it is compressed (read through :meth:`block`). Raises CorruptionError naming the
+        file when the block is damaged or lies outside the file. Cost: one CRC32C call."""
+        off = self.offsets[i]
+        end = off + self.sizes[i]
+        buf = self._buf
+        if off < 0 or end + TRAILER > self.file_size:
+            unframe(buf, off, self.sizes[i], self.path, "data")  # raises, naming the block
+        if buf[end] != RAW:
+            return False
+        with memoryview(buf) as mv:
+            crc = crc32c(mv[off : end + 1])
+        if crc != _U32.unpack_from(buf, end + 1)[0]:
+            raise CorruptionError(f"data block at offset {off} fails its CRC32C", self.path)
+        self._checked[i] = 1
+        return True
 
     def get(self, key: bytes, snap: int):
         """The newest version of ``key`` with sequence ``<= snap``: value bytes, DELETED or MISSING.

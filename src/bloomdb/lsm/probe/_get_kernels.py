@@ -1,0 +1,98 @@
+"""numba kernels of point lookups below the memtables: the probe of every candidate table's
+filter (:func:`._probe_kernels._probe`) and the read of the data block of each table a filter
+lets through, in ONE call per key (:func:`lookup`) or per batch (:func:`lookup_many`) -- LevelDB's
+``Version::Get`` without a Python step between a table's filter and its block.
+
+A table is read through the addresses its directory slot holds (``S_TBUF``, ``S_TIDX``,
+``S_TCHK``: :mod:`._address`), with :func:`bloomdb.lsm.sstable._table_kernels.table_get`. What
+the kernel cannot finish it hands to Python with the slot: ``ASK`` (the slot's filter is not in
+the directory yet, or of a family the kernel does not run: :meth:`.directory.Directory.check_many`)
+``CHECK`` (the data block is raw but its CRC32C is not checked yet: :meth:`Table.check_block`
+checks it without a copy, then the kernel resumes at the same slot) and ``READ`` (a compressed
+or malformed block, or a slot without an address: :meth:`Table.get` reads it and raises on
+damage). Python then resumes the kernel from the next slot.
+
+Statuses: ``MISSING`` 0 (no table holds a version visible at ``snap``), ``VALUE`` 1 (value at
+``table bytes[voff : voff + vlen]`` of the slot), ``DELETED`` 2, ``ASK`` 3, ``READ`` 4,
+``CHECK`` 5 (the block's number in the value offset).
+Counters (directory words ``C_LOOKUPS``, ``C_BLOCKS``, ``C_FOUND``): keys looked up (calls with
+``start == 0``), tables searched by the kernel, lookups answered from a table.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ...hashing._kernels import xxh3_64_bytes
+from ..sstable._table_kernels import ST_UNCHECKED, table_get
+from ..sstable.block import RAW
+from ._address import i64_view, u8_view
+from ._probe_kernels import _probe
+from .layout import C_BLOCKS, C_FOUND, C_LOOKUPS, S_TBUF, S_TCHK, S_TIDX, S_TIDXLEN, S_TLEN, SLOTS, STRIDE
+
+MISSING, VALUE, DELETED, ASK, READ, CHECK = 0, 1, 2, 3, 4, 5
+
+
+@njit(cache=True, nogil=True)
+def _lookup(d, u64, w32, u16, u8, h, key, kstart, klen, kview, snap, start):
+    """``(status, slot, value offset, value length)`` for the key ``key[kstart:kstart+klen]``
+    (``kview``: the same bytes as one array or bytes object), from slot ``start`` on."""
+    if start == 0:
+        d[C_LOOKUPS] += 1
+    s = start
+    while True:
+        s = _probe(d, u64, w32, u16, u8, h, key, kstart, klen, s)
+        if s == -1:
+            return MISSING, -1, 0, 0
+        if s < -1:
+            return ASK, -s - 2, 0, 0
+        b = SLOTS + s * STRIDE
+        addr = d[b + S_TBUF]
+        if addr == 0:
+            return READ, s, 0, 0
+        idx = i64_view(d[b + S_TIDX], d[b + S_TIDXLEN])
+        n = d[b + S_TLEN]
+        buf = u8_view(addr, n)
+        st, blk, vo, vl = table_get(buf, idx, u8_view(d[b + S_TCHK], idx[0]), kview, snap)
+        if st == ST_UNCHECKED:
+            end = idx[1 + 6 * blk + 4] + idx[1 + 6 * blk + 5]
+            if 0 <= end < n and buf[end] == RAW:
+                return CHECK, s, blk, 0
+            return READ, s, 0, 0
+        if st < 0:
+            return READ, s, 0, 0
+        d[C_BLOCKS] += 1
+        if st != MISSING:
+            d[C_FOUND] += 1
+            return st, s, vo, vl
+        s += 1
+
+
+@njit(cache=True, nogil=True)
+def lookup(directory, key, snap, start):
+    """The newest version of ``key`` (bytes) visible at ``snap`` in the tables of ``directory``,
+    from slot ``start`` on: ``(status, slot, value offset, value length)``. One XXH3 hash, the
+    filters of the candidate tables, one data block per table a filter lets through."""
+    n = len(key)
+    return _lookup(directory, directory.view(np.uint64), directory.view(np.uint32), directory.view(np.uint16),
+                   directory.view(np.uint8), xxh3_64_bytes(key, 0, n), key, 0, n, key, snap, start)
+
+
+@njit(cache=True, nogil=True)
+def lookup_many(directory, data, offsets, snap, status, slot, voff, vlen):
+    """:func:`lookup` from slot 0 of each key ``data[offsets[i]:offsets[i+1]]``, into the
+    output arrays."""
+    u64 = directory.view(np.uint64)
+    w32 = directory.view(np.uint32)
+    u16 = directory.view(np.uint16)
+    u8 = directory.view(np.uint8)
+    for i in range(offsets.shape[0] - 1):
+        a = offsets[i]
+        n = offsets[i + 1] - a
+        st, s, vo, vl = _lookup(directory, u64, w32, u16, u8, xxh3_64_bytes(data, a, n), data, a, n,
+                                data[a : a + n], snap, 0)
+        status[i] = st
+        slot[i] = s
+        voff[i] = vo
+        vlen[i] = vl

@@ -1,0 +1,143 @@
+"""The one-call point lookup (:mod:`bloomdb.lsm.probe._get_kernels`): ``get`` and ``multi_get`` on
+stores of many tables in several levels (overlapping L0 tables, overwrites, deletions,
+snapshots) against a dict model, warm and right after a reopen (filters not loaded yet: the
+kernel hands the slot to Python; blocks whose CRC32C is not checked yet: Python reads them), and
+with compressed blocks (always read in Python), partitioned and mixed-family filters."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from bloomdb.lsm import DB, WriteBatch
+from bloomdb.lsm.probe import _get_kernels as G
+from bloomdb.lsm.rangedel import MAX_SEQ
+
+from lsm_helpers import small_options
+
+
+def _fill(db, rng, n_ops: int, keyspace: int):
+    """Random puts/deletes/overwrites in batches and single ops; returns the dict model."""
+    model: dict[bytes, bytes] = {}
+    for i in range(n_ops):
+        k = b"k%06d" % rng.randrange(keyspace)
+        r = rng.random()
+        if r < 0.15:
+            db.delete(k)
+            model.pop(k, None)
+        elif r < 0.25:
+            b = WriteBatch()
+            for _ in range(20):
+                kk = b"k%06d" % rng.randrange(keyspace)
+                v = b"b%d-" % i + kk
+                b.put(kk, v)
+                model[kk] = v
+            db.write(b)
+        else:
+            v = b"v%d-" % i + k * rng.randrange(1, 4)
+            db.put(k, v)
+            model[k] = v
+    return model
+
+
+def _check(db, model, keyspace: int, rng):
+    probes = [b"k%06d" % i for i in range(keyspace)] + [b"k%06d." % rng.randrange(keyspace) for _ in range(300)]
+    rng.shuffle(probes)
+    assert [db.get(k) for k in probes] == [model.get(k) for k in probes]
+    for s in range(0, len(probes), 700):
+        part = probes[s : s + 700]
+        assert db.multi_get(part) == [model.get(k) for k in part]
+
+
+def _levels(db) -> list[int]:
+    return db.stats()["tables_per_level"]
+
+
+@pytest.mark.parametrize("opts", [
+    {},
+    {"compression": "zstd"},
+    {"partitioned_filters": True, "filter_partition_blocks": 2},
+    {"filter_per_level": {0: "sbbf:10", 1: "ribbon:10", 2: "scalable:0.01"}},
+    {"filter": None},
+    {"cache_bytes": 1 << 20},
+], ids=["blocked", "zstd", "partitioned", "mixed-families", "no-filter", "cache-bytes"])
+def test_get_and_multi_get_match_the_model_on_many_tables_warm_and_after_reopen(tmp_path, opts):
+    if opts.get("compression") == "zstd":
+        pytest.importorskip("zstandard")
+    rng = random.Random(14)
+    keyspace = 3000
+    o = small_options(background_compaction=False, **opts)
+    with DB.open(tmp_path / "db", o) as db:
+        model = _fill(db, rng, 6000, keyspace)
+        levels = _levels(db)
+        assert sum(1 for n in levels if n) >= 2 and sum(levels) >= 5, levels  # many tables, several levels
+        _check(db, model, keyspace, rng)  # first reads: lazy filters, unchecked blocks
+        _check(db, model, keyspace, rng)  # warm: the kernel answers alone
+    with DB.open(tmp_path / "db", o) as db:  # cold again: multi_get first this time
+        probes = [b"k%06d" % i for i in range(keyspace)]
+        assert db.multi_get(probes) == [model.get(k) for k in probes]
+        _check(db, model, keyspace, rng)
+
+
+def test_snapshot_reads_see_the_versions_of_their_sequence_through_the_kernel(tmp_path):
+    rng = random.Random(7)
+    o = small_options(background_compaction=False)
+    with DB.open(tmp_path / "db", o) as db:
+        model = _fill(db, rng, 3000, 1500)
+        snap = db.snapshot()
+        old = dict(model)
+        model2 = _fill(db, rng, 3000, 1500)
+        for k, v in model2.items():
+            model[k] = v
+        db.flush()
+        keys = [b"k%06d" % i for i in range(1500)]
+        assert [snap.get(k) for k in keys] == [old.get(k) for k in keys]
+        assert db.multi_get(keys, snapshot=snap) == [old.get(k) for k in keys]
+        snap.close()
+
+
+def test_the_kernel_hands_over_lazy_filters_and_unchecked_blocks_then_answers_alone(tmp_path):
+    o = small_options(background_compaction=False)
+    keys = [b"key%05d" % i for i in range(2000)]
+    with DB.open(tmp_path / "db", o) as db:
+        for i, k in enumerate(keys):
+            db.put(k, b"value%d" % i)
+        db.flush()
+    with DB.open(tmp_path / "db", o) as db:
+        ver = db._state[2]
+        d, bufs = ver.probe()
+        k = keys[1234]
+        st, s, _, _ = G.lookup(d, k, MAX_SEQ, 0)
+        assert st == G.ASK  # no filter read yet
+        assert db.get(k) == b"value1234"  # Python read the filter and the block
+        d, bufs = ver.refresh_probe()
+        st, s, a, n = G.lookup(d, k, MAX_SEQ, 0)
+        assert (st, bytes(bufs[s][a : a + n])) == (G.VALUE, b"value1234")
+        st2, _, _, _ = G.lookup(d, b"key01234.", MAX_SEQ, 0)
+        assert st2 in (G.MISSING, G.READ)  # the filter rules it out (or a false positive)
+        before = db.stats()
+        assert db.get(k) == b"value1234"
+        after = db.stats()
+        assert after["data_blocks_read"] == before["data_blocks_read"] + 1
+        assert after["table_lookups"] == before["table_lookups"] + 1
+        assert after["true_positive"] == before["true_positive"] + 1
+
+
+def test_lookup_many_agrees_with_lookup(tmp_path):
+    rng = random.Random(3)
+    o = small_options(background_compaction=False)
+    with DB.open(tmp_path / "db", o) as db:
+        model = _fill(db, rng, 4000, 2000)
+        _check(db, model, 2000, rng)  # load every filter, check every block
+        ver = db._state[2]
+        d, _ = ver.refresh_probe()
+        probes = [b"k%06d" % i for i in range(2000)] + [b"zz", b"", b"k"]
+        from bloomdb.lsm.sstable.builder import pack_bytes
+
+        data, off = pack_bytes(probes)
+        outs = [np.empty(len(probes), np.int64) for _ in range(4)]
+        G.lookup_many(d, data, off, MAX_SEQ, *outs)
+        one = [G.lookup(d, k, MAX_SEQ, 0) for k in probes]
+        assert [tuple(int(o[i]) for o in outs) for i in range(len(probes))] == [tuple(x) for x in one]
