@@ -36,7 +36,7 @@ import itertools
 import threading
 
 from ..errors import InvalidArgument, StoreClosed
-from . import scan
+from . import scan, seek
 
 #: Entries kept behind the cursor when a new round is loaded (so a step back is free).
 WINDOW = 1024
@@ -111,10 +111,15 @@ class View:
         return inputs
 
     def rounds(self, a, b, reverse: bool, values: bool, first_blocks: int | None = 1):
-        """:func:`.scan.visible_rounds` over ``[a, b)``."""
+        """:func:`.scan.visible_rounds` over ``[a, b)``; a cursor's forward run (``first_blocks``
+        1) starts with the short first round of :mod:`.seek`."""
         if a is not None and b is not None and a >= b:
             return iter(())
-        return scan.visible_rounds(self.sources(a, b, reverse, first_blocks), a, b, reverse, self.snap, values, self.hide)
+        if reverse or first_blocks != 1:
+            return scan.visible_rounds(self.sources(a, b, reverse, first_blocks), a, b, reverse, self.snap, values,
+                                       self.hide)
+        return seek.rounds(self, a, b, values, lambda x: scan.visible_rounds(
+            self.sources(x, b, False, 1), x, b, False, self.snap, values, self.hide))
 
 
 class Iterator:
