@@ -9,7 +9,9 @@ Builds the store once (``--keys`` 16-byte keys in order, 100-byte random values,
 VmRSS after importing bloomdb, compiling the kernels on a tiny store and making the list of keys
 to read (the baseline), after
 opening the store, and after the random reads of existing keys; the peak (VmHWM) minus the
-baseline; the cache's own bytes and peak; reads per second. Prints one table.
+baseline; the cache's own bytes and peak; reads per second; then (after the RSS figures) the
+time of a read of a missing key and per key of ``multi_get`` of 1000 missing keys. Prints one
+table.
 """
 
 from __future__ import annotations
@@ -64,17 +66,20 @@ def measure(folder: str, n: int, reads: int, cache_bytes: int | None) -> dict:
 
     opts = Options(cache_bytes=cache_bytes, background_compaction=False)
     with tempfile.TemporaryDirectory() as tmp:  # compile every kernel of the route first
-        w = DB.open(tmp, opts)
+        w = DB.open(tmp, Options(cache_bytes=cache_bytes, background_compaction=False,
+                                 pin_top_level_filters=False))  # the filters' Python path too
         for i in range(3000):
             w.put(_key(i), b"v" * 100)
         w.flush()
         w.get(_key(5))
         w.get(b"missing")
         w.multi_get([_key(1), _key(2)])
+        w.multi_get([_key(1) + b"x", _key(2) + b"x", _key(3)])
         w.close()
     del w
     rng = random.Random(7)
     keys = [_key(rng.randrange(n)) for _ in range(reads)]  # before the baseline: not the store's
+    missing = [k + b"x" for k in keys[: reads // 4]]
     gc.collect()
     base = _status("VmRSS")
     db = DB.open(folder, opts)
@@ -86,10 +91,19 @@ def measure(folder: str, n: int, reads: int, cache_bytes: int | None) -> dict:
             raise AssertionError(f"{k!r} missing")
     dt = time.perf_counter() - t
     after = _status("VmRSS")
+    t = time.perf_counter()
+    for k in missing:
+        get(k)
+    miss_us = (time.perf_counter() - t) / len(missing) * 1e6
+    t = time.perf_counter()
+    for i in range(0, len(missing), 1000):
+        db.multi_get(missing[i : i + 1000])
+    mget_us = (time.perf_counter() - t) / len(missing) * 1e6
     st = db.stats()
     out = {"route": "default (mmap)" if cache_bytes is None else f"cache_bytes={cache_bytes >> 20} MiB",
            "base_mib": base / 2**20, "open_mib": (opened - base) / 2**20, "after_mib": (after - base) / 2**20,
            "peak_mib": (_status("VmHWM") - base) / 2**20, "kreads_s": reads / dt / 1000,
+           "missing_us": miss_us, "multi_get_us": mget_us,
            "filter_index_mib": (st["filter_memory_bytes"] + st["index_memory_bytes"]) / 2**20,
            "tables": sum(st["tables_per_level"])}
     bc = st.get("block_cache")
@@ -123,10 +137,12 @@ def main() -> None:
     print(f"{a.keys} keys (16 B keys, 100 B values), {a.reads} random reads of existing keys, "
           f"{rows[0]['tables']} tables; RSS in MiB above the baseline (interpreter, numpy, numba, "
           f"compiled kernels: {rows[0]['base_mib']:.0f} MiB)")
-    print(f"{'route':>20} {'open':>7} {'after':>7} {'peak':>7} {'cache':>7} {'cpeak':>7} {'kreads/s':>9}  hit rate")
+    print(f"{'route':>20} {'open':>7} {'after':>7} {'peak':>7} {'cache':>7} {'cpeak':>7} {'kreads/s':>9} "
+          f"{'miss us':>8} {'mget us':>8}  hit rate")
     for r in rows:
         print(f"{r['route']:>20} {r['open_mib']:7.1f} {r['after_mib']:7.1f} {r['peak_mib']:7.1f} "
-              f"{r.get('cache_mib', 0):7.1f} {r.get('cache_peak_mib', 0):7.1f} {r['kreads_s']:9.1f}  "
+              f"{r.get('cache_mib', 0):7.1f} {r.get('cache_peak_mib', 0):7.1f} {r['kreads_s']:9.1f} "
+              f"{r['missing_us']:8.2f} {r['multi_get_us']:8.2f}  "
               f"{r.get('hit_rate', '')}")
 
 

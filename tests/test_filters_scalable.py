@@ -128,3 +128,15 @@ def test_parallel_add_matches_serial():
     a.add_many(keys)
     b.add_many(keys, threads=3)
     assert a == b
+
+
+def test_payload_parts_serve_size_fill_and_bytes():
+    """The chain's state is its levels' buffers: size, fill and the saved payload all read them."""
+    f = filters.create("scalable:0.01", initial_capacity=500)
+    f.add_many(np.arange(5_000, dtype=np.uint64))
+    assert len(f.levels) > 3
+    env = fmt.decode(f.to_bytes())
+    assert env.payload_length == f.size_bytes == sum(level.size_bytes for level in f.levels)
+    payload = np.frombuffer(f.to_bytes(), np.uint8, env.payload_length, env.payload_offset)
+    assert f.fill_ratio() == pytest.approx(np.unpackbits(payload).mean())
+    assert filters.create("scalable:0.01").capacity >= 1  # no capacity needed: it grows

@@ -170,6 +170,42 @@ def test_peeling_failure_raises_after_bounded_attempts(monkeypatch):
     assert f.stats()["failed_attempts"] >= 2 and f.might_contain_many(_int_keys(1000)).all()
 
 
+def test_retry_after_a_real_failed_attempt(monkeypatch):
+    """The build keeps its scratch arrays for the next seed: an attempt that ran all the way
+    (counts and XORs left dirty) and then failed must not spoil the next one."""
+    real = K.populate
+    attempts = []
+
+    def first_fails(h, seed, seg_len, seg_count, fps, fp_mask, *temps):
+        attempts.append(seed)
+        if len(attempts) > 1:
+            return real(h, seed, seg_len, seg_count, fps, fp_mask, *temps)
+        stored, dups = real(h, seed, seg_len, seg_count, np.zeros_like(fps), fp_mask, *temps)
+        assert stored == len(h)
+        return -1, dups
+
+    keys = _int_keys(300_000)
+    monkeypatch.setattr(K, "populate", first_fails)
+    f = Fuse8.build(keys)
+    assert len(attempts) == 2 and f.stats()["failed_attempts"] == 1
+    assert f.might_contain_many(keys).all()
+
+
+def test_large_build_matches_a_small_model():
+    """Above the scratch module's map threshold (huge pages) the build is the same filter: every
+    key present, FP near 2^-8, and the cells are the XOR of what the model says."""
+    keys = _int_keys(1_000_000)
+    f = Fuse8.build(keys)
+    assert f.might_contain_many(keys).all()
+    assert abs(f.might_contain_many(_int_keys(200_000, offset=1 << 40)).mean() - 2**-8) < 0.001
+    h = hash_batch(to_batches(keys)[0])
+    fps, seed, sl, scl, mask = f.kernel_args
+    x = np.array([K.mix(v, seed) for v in h[:2000]], dtype=np.uint64)
+    for xi in x:
+        h0, h1, h2 = K.cells(xi, sl, scl)
+        assert int(fps[h0]) ^ int(fps[h1]) ^ int(fps[h2]) == int(K.fingerprint(xi, mask))
+
+
 def test_too_few_cells_fail_cleanly():
     with pytest.raises(errors.FilterBuildError, match="failed for all 3 seeds"):
         Fuse8.build(_int_keys(10_000), size_factor=0.9, max_attempts=3)
@@ -249,3 +285,17 @@ def test_join_pushes_a_fuse_filter_down(tmp_path, name):
                         pushdown="on", explain=True)
     assert (got["count(*)"], got["sum(v)"]) == ref
     assert f"filter: {name} (" in str(st) and "rejected 4" in str(st)  # ~49.5K of 50K rows rejected
+
+
+@pytest.mark.parametrize("spec", ["fuse8", "fuse16", "ribbon:10", "paired:10"])
+def test_static_parameters_round_trip_and_mismatches_are_refused(spec):
+    """Every static family packs and reads its parameter block the one shared way: the same
+    fields back, and a key count that disagrees with the envelope is refused, naming the family."""
+    f = filters.build(spec, _int_keys(5_000))
+    g = type(f)._from_parts(f._params(), f._payload(), f.count)
+    assert g == f and g._params() == f._params()
+    assert g.might_contain_many(_int_keys(5_000)).all()
+    with pytest.raises(ValueError, match=f"inconsistent {f.family} filter"):
+        type(f)._from_parts(f._params(), f._payload(), f.count + 1)
+    with pytest.raises(ValueError, match=f"inconsistent {f.family} filter"):
+        type(f)._from_parts(f._params(), f._payload()[:-64], f.count)

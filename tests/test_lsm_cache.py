@@ -267,6 +267,9 @@ def test_stats_count_hits_and_misses_per_kind(tmp_path):
     assert s2["usage"] == s2["data"]["bytes"] + s2["index"]["bytes"] + s2["filter"]["bytes"]
     assert db.get_property("bloomdb.block-cache-usage") == str(s2["usage"])
     assert db.get_property("bloomdb.block-cache-capacity") == str(1 << 20)
+    assert db.get_property("bloomdb.filter-memory-bytes") == str(s2["filter"]["bytes"])
+    assert db.get_property("bloomdb.approximate-memory-usage") == str(
+        s2["usage"] + int(db.get_property("bloomdb.cur-size-all-mem-tables")))
     assert "block cache data: hits 1, misses 1" in db.get_property("bloomdb.stats")
     db.close()
 
@@ -319,3 +322,33 @@ def test_table_files_lru_and_forget(tmp_path):
     assert tf.open_count == 1 and _open_sst_fds(str(tmp_path)) == 1
     tf.close_all()
     assert _open_sst_fds(str(tmp_path)) == 0
+
+
+def test_iterators_keep_their_tables_readable_after_a_compaction(tmp_path):
+    """A table an iterator still reads stays readable after a compaction replaced it, even
+    when its descriptor was closed (one open file at most): its file is deleted only when the
+    last reader of it is dropped."""
+    import gc
+
+    folder = str(tmp_path / "db")
+    db = DB.open(folder, small_options(cache_bytes=4 << 10, max_open_files=1, background_compaction=False))
+    model = _fill(db, 2000, seed=6)
+    db.flush()
+    it = db.iterator()
+    first = [next(it) for _ in range(10)]
+    before = {n for n in os.listdir(folder) if n.endswith(".sst")}
+    for k in list(model)[:500]:
+        db.put(k, b"new")
+    db.compact_range()
+    after = {r.number for r in db._version.all_refs()}
+    gone = {n for n in before if int(n[:6]) not in after}
+    assert gone and gone <= set(os.listdir(folder))  # still there: the iterator holds them
+    rest = list(it)
+    assert first + rest == sorted(model.items())
+    it.close()
+    del it
+    gc.collect()
+    db.get(b"key")  # the cache and the table files forget dropped tables at their next call
+    assert not gone & set(os.listdir(folder))
+    assert list(db.scan()) == sorted({**model, **dict.fromkeys(list(model)[:500], b"new")}.items())
+    db.close()

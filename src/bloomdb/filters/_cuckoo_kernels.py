@@ -91,6 +91,15 @@ def find_slot(buf, f, b, tag):
 
 
 @njit(cache=True, nogil=True)
+def find_key(buf, f, nb, i1, tag):
+    """Slot position of ``tag`` in bucket ``i1`` or else in its alternate, or -1 (a lookup)."""
+    s = find_slot(buf, f, i1, tag)
+    if s < 0:
+        s = find_slot(buf, f, alt_of(i1, tag, nb), tag)
+    return s
+
+
+@njit(cache=True, nogil=True)
 def _prefetch_key(buf, f, nb, h):
     i1 = index_of(h, nb)
     i2 = alt_of(i1, tag_of(h, f), nb)
@@ -161,9 +170,7 @@ def _run(buf, f, nb, hashes, out, mode):
             if not insert_tag(buf, f, nb, i1, tag, h, path):
                 return i
             continue
-        s = find_slot(buf, f, i1, tag)
-        if s < 0:
-            s = find_slot(buf, f, alt_of(i1, tag, nb), tag)
+        s = find_key(buf, f, nb, i1, tag)
         if mode == 1:
             out[i] = s >= 0
         elif s < 0:
@@ -182,9 +189,7 @@ def check_hash(buf, f, nb, h):
     It does not take the write sequence: an engine probing a filter that writes may change
     concurrently (relocations move tags) must use the filter's own query instead (the LSM's
     filters never change)."""
-    tag = tag_of(h, f)
-    i1 = index_of(h, nb)
-    return find_slot(buf, f, i1, tag) >= 0 or find_slot(buf, f, alt_of(i1, tag, nb), tag) >= 0
+    return find_key(buf, f, nb, index_of(h, nb), tag_of(h, f)) >= 0
 
 
 @njit(cache=True, nogil=True)

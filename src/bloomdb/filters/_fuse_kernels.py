@@ -27,6 +27,12 @@ removed at once and counted as duplicates; copies that escape this check make th
 fail, and the caller then deduplicates and retries. A cell hit by 64 keys or more (count
 overflow) fails the attempt too.
 
+The peel pops cells from a stack (last in, first out: the cells touched next are near the ones
+touched last) but lets each wait ``PEEL_AHEAD`` steps in a small ring with its key's three cells
+prefetched, so the cache misses of several keys overlap instead of forming one chain; the count
+prefetches the cells of the key ``COUNT_AHEAD`` places on. The temporaries are the caller's
+(:func:`populate`), so it can put them on huge pages and reuse them for a retry.
+
 Cost: build O(n) with ~13 bytes of temporaries per cell and 9 per key; a query reads three
 cells (pipelined: the cells of the keys ``AHEAD`` groups ahead are prefetched).
 """
@@ -45,6 +51,11 @@ from ..hashing._kernels import xxh3_64_u64
 GROUP = 2
 AHEAD = 24
 SLOTS = 32
+#: Build pipeline: keys counted ahead of their prefetched cells, cells staged ahead of their peel
+#: (a power of two). At 10M keys they took the count from ~10 to ~7 and the peel from ~33 to
+#: ~26 ns/key (AMD EPYC, loaded machine; docs/benchmarks.md).
+COUNT_AHEAD = 32
+PEEL_AHEAD = 8
 
 
 @njit(cache=True, nogil=True)
@@ -87,8 +98,9 @@ def fingerprint(x, fp_mask):
 
 
 @njit(cache=True, nogil=True)
-def _by_top_bits(hashes, seed, seg_count):
-    """Every key's ``x``, bucketed by its top bits (at least ``seg_count`` buckets)."""
+def _by_top_bits(hashes, seed, seg_count, out):
+    """Every key's ``x`` into ``out``, bucketed by its top bits (at least ``seg_count`` buckets).
+    Two passes, each hashing every key (cheaper than a scratch array of ``x``: fewer bytes moved)."""
     n = hashes.shape[0]
     bits = 1
     while (1 << bits) < seg_count:
@@ -99,13 +111,11 @@ def _by_top_bits(hashes, seed, seg_count):
         first[np.int64(mix(hashes[i], seed) >> shift) + 1] += 1
     for b in range(1 << bits):
         first[b + 1] += first[b]
-    out = np.empty(n, np.uint64)
     for i in range(n):
         x = mix(hashes[i], seed)
         b = np.int64(x >> shift)
         out[first[b]] = x
         first[b] += 1
-    return out
 
 
 @njit(cache=True, nogil=True)
@@ -123,20 +133,23 @@ def _leave(t2count, t2hash, h, x, pos):
 
 
 @njit(cache=True, nogil=True)
-def populate(hashes, seed, seg_len, seg_count, fps, fp_mask):
-    """One build attempt with ``seed``: fill ``fps`` (zeroed, ``(seg_count + 2) * seg_len``
-    cells) so every key of ``hashes`` passes. Returns ``(keys stored, duplicates removed)`` on
-    success, ``(-1, duplicates seen)`` when this seed fails (``fps`` is then left as it was)."""
-    n = hashes.shape[0]
-    m = fps.shape[0]
-    sl = np.uint64(seg_len)
-    scl = np.uint64(seg_count) * sl
-    order = _by_top_bits(hashes, seed, seg_count)
-    t2count = np.zeros(m, np.uint8)
-    t2hash = np.zeros(m, np.uint64)
+def _prefetch_cell(t2count, t2hash, h):
+    prefetch(t2count, h)
+    prefetch(t2hash, h)
+
+
+@njit(cache=True, nogil=True)
+def _count(order, sl, scl, t2count, t2hash):
+    """Enter every key of ``order`` in its three cells (the cells of the key ``COUNT_AHEAD``
+    places on are prefetched). Returns ``(duplicates dropped, count overflow)``."""
+    n = order.shape[0]
     dups = 0
     overflow = False
     for i in range(n):
+        if i + COUNT_AHEAD < n:
+            g0, g1, g2 = cells(order[i + COUNT_AHEAD], sl, scl)
+            _prefetch_cell(t2count, t2hash, g1)
+            _prefetch_cell(t2count, t2hash, g2)
         x = order[i]
         h0, h1, h2 = cells(x, sl, scl)
         _enter(t2count, t2hash, h0, x, 0)
@@ -153,26 +166,50 @@ def populate(hashes, seed, seg_len, seg_count, fps, fp_mask):
                 _leave(t2count, t2hash, h2, x, 2)
         if t2count[h0] < np.uint8(4) or t2count[h1] < np.uint8(4) or t2count[h2] < np.uint8(4):
             overflow = True  # 64 keys in one cell wrapped the count
-    if overflow:
-        return -1, dups
-    # peeling: ``alone`` is a stack of cells that may hold exactly one key
-    alone = np.empty(m, np.uint32)
+    return dups, overflow
+
+
+@njit(cache=True, nogil=True)
+def _peel(sl, scl, t2count, t2hash, alone, order, which):
+    """Peel every cell that holds one key; the peeled keys go to ``order`` (their ``x``) and
+    ``which`` (the position of the cell that freed them), in peeling order. Returns how many.
+
+    ``alone`` is a stack of cells that may hold one key. A popped cell waits ``PEEL_AHEAD``
+    steps in a small ring, its key's cells prefetched, before it is peeled: the pop order stays
+    nearly last-in-first-out (the cells touched stay near each other) while the cache misses of
+    several keys overlap."""
+    m = t2count.shape[0]
     q = 0
     for i in range(m):
         alone[q] = i
         if (t2count[i] >> np.uint8(2)) == np.uint8(1):
             q += 1
-    which = np.empty(n, np.uint8)
+    ring = np.empty(PEEL_AHEAD, np.uint32)
+    head = 0
+    staged = 0
     stored = 0
-    while q > 0:
-        q -= 1
-        c = alone[q]
-        if (t2count[c] >> np.uint8(2)) != np.uint8(1):
+    while True:
+        if staged < PEEL_AHEAD and q > 0:
+            q -= 1
+            c = alone[q]
+            h0, h1, h2 = cells(t2hash[c], sl, scl)
+            _prefetch_cell(t2count, t2hash, h0)
+            _prefetch_cell(t2count, t2hash, h1)
+            _prefetch_cell(t2count, t2hash, h2)
+            ring[(head + staged) & (PEEL_AHEAD - 1)] = c
+            staged += 1
             continue
+        if staged == 0:
+            break
+        c = ring[head]
+        head = (head + 1) & (PEEL_AHEAD - 1)
+        staged -= 1
+        if (t2count[c] >> np.uint8(2)) != np.uint8(1):
+            continue  # its one key was peeled through another cell meanwhile
         x = t2hash[c]
         found = t2count[c] & np.uint8(3)
         which[stored] = found
-        order[stored] = x  # the stack reuses the sorted keys' array (no longer needed)
+        order[stored] = x
         stored += 1
         h0, h1, h2 = cells(x, sl, scl)
         for p in range(3):
@@ -183,8 +220,13 @@ def populate(hashes, seed, seg_len, seg_count, fps, fp_mask):
                 alone[q] = o
                 q += 1
             _leave(t2count, t2hash, o, x, p)
-    if stored + dups != n:
-        return -1, dups
+    return stored
+
+
+@njit(cache=True, nogil=True)
+def _assign(sl, scl, order, which, stored, fps, fp_mask):
+    """Set each peeled key's free cell, in reverse peeling order, so its cells XOR to its
+    fingerprint."""
     for i in range(stored - 1, -1, -1):
         x = order[i]
         h0, h1, h2 = cells(x, sl, scl)
@@ -196,6 +238,29 @@ def populate(hashes, seed, seg_len, seg_count, fps, fp_mask):
             fps[h1] = f ^ np.uint64(fps[h0]) ^ np.uint64(fps[h2])
         else:
             fps[h2] = f ^ np.uint64(fps[h0]) ^ np.uint64(fps[h1])
+
+
+@njit(cache=True, nogil=True)
+def populate(hashes, seed, seg_len, seg_count, fps, fp_mask, order, which, t2count, t2hash, alone):
+    """One build attempt with ``seed``: fill ``fps`` (zeroed, ``(seg_count + 2) * seg_len``
+    cells) so every key of ``hashes`` passes. Returns ``(keys stored, duplicates removed)`` on
+    success, ``(-1, duplicates seen)`` when this seed fails (``fps`` is then left as it was).
+
+    Scratch arrays (the caller's, so it can place them on huge pages and keep them for a retry):
+    ``order`` (uint64) and ``which`` (uint8) of ``len(hashes)``; ``t2count`` (uint8, zeroed),
+    ``t2hash`` (uint64, zeroed) and ``alone`` (uint32) of ``len(fps)``. ``t2count``/``t2hash``
+    are left dirty."""
+    n = hashes.shape[0]
+    sl = np.uint64(seg_len)
+    scl = np.uint64(seg_count) * sl
+    _by_top_bits(hashes, seed, seg_count, order)
+    dups, overflow = _count(order, sl, scl, t2count, t2hash)
+    if overflow:
+        return -1, dups
+    stored = _peel(sl, scl, t2count, t2hash, alone, order, which)
+    if stored + dups != n:
+        return -1, dups
+    _assign(sl, scl, order, which, stored, fps, fp_mask)
     return stored, dups
 
 

@@ -182,6 +182,9 @@ class Filter(ABC):
     spec_meaning: ClassVar[str] = "bits per key"
     #: A typical spec, used by docs, the demo and the generic test-suite.
     example_spec: ClassVar[str] = ""
+    #: True for families sized by a target FP rate that grow with the keys (``scalable``): a
+    #: capacity is optional (:meth:`from_spec`), benchmarks and the calculator let them grow.
+    grows: ClassVar[bool] = False
     #: filter-bench refuses a measured FP rate above ``fpr_tolerance`` x expected (+ 5 sigma).
     fpr_tolerance: ClassVar[float] = 1.5
 
@@ -220,7 +223,7 @@ class Filter(ABC):
     def from_spec(cls, arg: str | None, capacity: int | None = None, **kwargs: Any) -> "Filter":
         """Create from the number in ``"family:N"`` (see :meth:`spec_kwargs`) and a capacity."""
         kwargs = merge_spec_kwargs(cls, arg, kwargs)
-        if capacity is None:
+        if capacity is None and not cls.grows:
             raise InvalidArgument(f"{cls.family}: capacity (number of keys) is required")
         return cls(capacity=capacity, **kwargs)
 
@@ -330,16 +333,21 @@ class Filter(ABC):
         """Filter bits per key of capacity (memory efficiency, not the configured target)."""
         return self.num_bits / max(1, self.capacity)
 
+    def _payload_parts(self) -> tuple[np.ndarray, ...]:
+        """The payload as the arrays that hold it, in order (one array, :meth:`_payload`, unless
+        the family keeps its state in several buffers, as a growing chain does)."""
+        return (self._payload(),)
+
     @property
     def size_bytes(self) -> int:
         """Bytes of filter state (the payload); the envelope adds a 64-byte-aligned header."""
-        return int(self._payload().nbytes)
+        return sum(int(p.nbytes) for p in self._payload_parts())
 
     def fill_ratio(self) -> float:
         """Fraction of payload bits that are set (popcount over the payload)."""
         self._check_source()
-        p = self._payload()
-        return popcount_bytes(p) / max(1, p.size * 8)
+        parts = self._payload_parts()
+        return sum(popcount_bytes(p) for p in parts) / max(1, 8 * sum(p.size for p in parts))
 
     def _fill_shape(self) -> tuple[int, int, int] | None:
         """``(units, positions per unit, positions set per key)`` of a family whose key sets its
@@ -551,10 +559,14 @@ class Filter(ABC):
             return self._copy_payload()
 
     def _copy_payload(self) -> tuple[np.ndarray, int]:
-        count = self._count
-        payload = fmt.aligned_empty(self.size_bytes)
+        """``(a new aligned copy of the payload parts one after another, count)``."""
+        count, parts = self._count, self._payload_parts()
+        payload = fmt.aligned_empty(sum(int(p.nbytes) for p in parts))
         self._check_source()
-        payload[:] = self._payload()
+        pos = 0
+        for p in parts:
+            payload[pos : pos + p.nbytes] = p
+            pos += p.nbytes
         self._check_source()
         return payload, count
 

@@ -20,8 +20,10 @@ dropped during the build (and, if some escape that cheap check, after one failed
 deduplicating the hashes). After ``max_attempts`` failures :class:`~bloomdb.errors.FilterBuildError`.
 Empty key set: a zero-byte filter answering False.
 
-Cost: build O(n) — about 13 bytes of temporaries per cell plus 9 per key, three passes over the
-keys and one over the cells; a query reads three cells of the array (three cache lines).
+Cost: build O(n) — about 13 bytes of temporaries per cell plus 9 per key (on transparent huge
+pages when large, :mod:`.scratch`), three passes over the keys and one over the cells; ~40 ns/key
+of CPU at 10M keys (docs/benchmarks.md); a query reads three cells of the array (three cache
+lines).
 """
 
 from __future__ import annotations
@@ -35,9 +37,9 @@ import numpy as np
 from ..errors import FilterBuildError, InvalidArgument
 from . import _fuse_kernels as K
 from . import format as fmt
-from . import math as fm
+from . import scratch
 from .registry import register
-from .static import StaticHashedFilter
+from .static import StaticHashedFilter, check_attempts
 
 # count (keys given), stored (distinct keys), seed, attempts (failed seeds), segment_length, segment_count
 _PARAMS = struct.Struct("<QQQIII")
@@ -84,6 +86,14 @@ def _check_layout(seg_len: int, seg_count: int) -> int:
     if cells > _MAX_CELLS:
         raise ValueError(f"{cells} cells exceed 2^32")
     return cells
+
+
+def _temporaries(keys: int, cells: int) -> tuple[np.ndarray, ...]:
+    """The build's scratch arrays for :func:`_fuse_kernels.populate` (zeroed, on huge pages when
+    large): per key the ``x`` order (8 bytes) and peeled position (1), per cell the count (1),
+    the XOR of ``x`` (8) and the peeling stack (4)."""
+    return (scratch.zeros(keys, np.uint64), scratch.zeros(keys, np.uint8), scratch.zeros(cells, np.uint8),
+            scratch.zeros(cells, np.uint64), scratch.zeros(cells, np.uint32))
 
 
 class BinaryFuse(StaticHashedFilter):
@@ -133,8 +143,7 @@ class BinaryFuse(StaticHashedFilter):
         (default :func:`size_factor_for`; below ~1.1 peeling fails). Raises InvalidArgument for
         bad parameters and FilterBuildError when every attempt fails.
         """
-        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or not 1 <= max_attempts <= 1 << 16:
-            raise InvalidArgument(f"max_attempts must be an integer in [1, 65536], got {max_attempts!r}")
+        check_attempts("max_attempts", max_attempts)
         if size_factor is not None and not (
             isinstance(size_factor, (int, float)) and not isinstance(size_factor, bool) and 0.5 <= size_factor <= 100.0
         ):
@@ -156,10 +165,11 @@ class BinaryFuse(StaticHashedFilter):
         deduplicated = False
         failures = 0
         if count:
+            temps = _temporaries(count, cells)
             while True:
                 state, seed = K.splitmix64(state)
                 state, seed = np.uint64(state), np.uint64(seed)  # numba hands uint64 back as int
-                stored, dups = K.populate(h, seed, seg_len, seg_count, fps, fp_mask)
+                stored, dups = K.populate(h, seed, seg_len, seg_count, fps, fp_mask, *temps)
                 if stored >= 0:
                     break
                 failures += 1
@@ -169,6 +179,8 @@ class BinaryFuse(StaticHashedFilter):
                         f"{max_attempts} seeds ({cells / max(1, count):.3f} cells/key; the default is "
                         f"{size_factor_for(count):.3f} plus rounding)"
                     )
+                temps[2].fill(0)  # the cells' counts and XORs start from zero again
+                temps[3].fill(0)
                 if not deduplicated:
                     # copies that escaped the build's check make every seed fail: drop them once
                     deduplicated = True
@@ -179,39 +191,27 @@ class BinaryFuse(StaticHashedFilter):
                         cells = _check_layout(seg_len, seg_count)
                         buf = fmt.aligned_zeros(cells * itemsize)
                         fps = buf.view(cls._dtype)
-        self = cls.__new__(cls)
-        self._init(count, int(stored), int(seed), failures, seg_len, seg_count, buf)
-        return self
-
-    def _init(self, count, stored, seed, attempts, seg_len, seg_count, buf):
-        self._count = count
-        self._stored = stored
-        self._seed = seed
-        self._attempts = attempts
-        self._seg_len = seg_len
-        self._seg_count = seg_count
-        self._buf = buf
-        self._fps = buf.view(self._dtype)
+                        temps = _temporaries(int(h.shape[0]), cells)
+        return cls._assemble(buf, _count=count, _stored=int(stored), _seed=int(seed), _attempts=failures,
+                             _seg_len=seg_len, _seg_count=seg_count)
 
     # envelope
-    def _params(self) -> bytes:
-        return _PARAMS.pack(self._count, self._stored, self._seed, self._attempts, self._seg_len, self._seg_count)
+    _params_struct = _PARAMS
+    _param_names = ("_count", "_stored", "_seed", "_attempts", "_seg_len", "_seg_count")
+
+    def _views(self) -> None:
+        self._fps = self._buf.view(self._dtype)
 
     @classmethod
-    def _from_parts(cls, params: bytes, payload: np.ndarray, count: int) -> "BinaryFuse":
-        keys, stored, seed, attempts, seg_len, seg_count = _PARAMS.unpack(params)
+    def _inconsistency(cls, fields: dict[str, Any], payload: np.ndarray) -> str:
+        count, stored, seg_len, seg_count = (fields[k] for k in ("_count", "_stored", "_seg_len", "_seg_count"))
         cells = _check_layout(seg_len, seg_count)
         if (
-            keys != count or stored > count or (stored == 0) != (count == 0) or (cells == 0) != (count == 0)
+            stored > count or (stored == 0) != (count == 0) or (cells == 0) != (count == 0)
             or payload.nbytes != cells * np.dtype(cls._dtype).itemsize
         ):
-            raise ValueError(
-                f"inconsistent {cls.family} filter: keys={keys} stored={stored} segment {seg_len}x{seg_count} "
-                f"payload={payload.nbytes}"
-            )
-        self = cls.__new__(cls)
-        self._init(count, stored, seed, attempts, seg_len, seg_count, payload)
-        return self
+            return f"keys={count} stored={stored} segment {seg_len}x{seg_count} payload={payload.nbytes}"
+        return ""
 
     # facts
     @property
@@ -226,19 +226,16 @@ class BinaryFuse(StaticHashedFilter):
         return int(self._fps.shape[0])
 
     @property
-    def num_bits(self) -> int:
-        return int(self._buf.nbytes) * 8
-
-    @property
     def num_probes(self) -> int:
         """Cells read per query (3)."""
         return 3
 
-    def estimated_fpr(self) -> float:
-        """``2^-bits`` (an absent key's three cells XOR to a uniform value), with 64-bit collisions."""
-        if self._count == 0:
-            return 0.0
-        return fm.independent_fpr(2.0**-self.fingerprint_bits, fm.fingerprint_fpr(self._stored, 64))
+    def _layout_fpr(self) -> float:
+        """``2^-bits``: an absent key's three cells XOR to a uniform value."""
+        return 2.0**-self.fingerprint_bits
+
+    def _hashed_keys(self) -> int:
+        return self._stored
 
     def bench_expected_fpr(self) -> float:
         """The model FP for filter-bench (``2^-bits`` whatever the bits/key)."""

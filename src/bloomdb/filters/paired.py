@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import math
 import struct
+from typing import Any
 
 import numpy as np
 
@@ -109,42 +110,31 @@ class PairedBloom(StaticHashedFilter):
             raise InvalidArgument(f"paired filter of {num_blocks} blocks exceeds 2^32 - 1 blocks")
         k = speedb_num_probes(millibits, bloom_bits)
         buf = fmt.aligned_zeros(num_blocks * 64)
-        self = cls.__new__(cls)
-        self._init(n, num_blocks, batch, k, millibits, buf)
+        self = cls._assemble(buf, _count=n, _blocks=num_blocks, _batch=batch, _k=k, _idx_bits=idx_bits,
+                             _millibits=millibits)
         K.build(self._words, np.uint64(num_blocks), np.uint64(batch), k // 2,
                 np.uint64(idx_bits), np.uint64(bloom_bits), h)
         return self
 
-    def _init(self, count, num_blocks, batch_blocks, k, millibits, buf):
-        self._count = count
-        self._blocks = num_blocks
-        self._batch = batch_blocks
-        self._k = k
-        self._idx_bits = batch_blocks.bit_length() - 1
-        self._millibits = millibits
-        self._buf = buf
-        self._words = buf.view(np.uint32)
-
     # envelope
-    def _params(self) -> bytes:
-        return _PARAMS.pack(self._count, self._blocks, self._batch, self._k, self._idx_bits, self._millibits)
+    _params_struct = _PARAMS
+    _param_names = ("_count", "_blocks", "_batch", "_k", "_idx_bits", "_millibits")
+
+    def _views(self) -> None:
+        self._words = self._buf.view(np.uint32)
 
     @classmethod
-    def _from_parts(cls, params: bytes, payload: np.ndarray, count: int) -> "PairedBloom":
-        keys, blocks, batch, k, idx_bits, millibits = _PARAMS.unpack(params)
+    def _inconsistency(cls, fields: dict[str, Any], payload: np.ndarray) -> str:
+        blocks, batch, k, idx_bits = (fields[n] for n in ("_blocks", "_batch", "_k", "_idx_bits"))
         if (
-            keys != count
-            or batch < 2 or batch > 256 or batch & (batch - 1)
+            batch < 2 or batch > 256 or batch & (batch - 1)
             or idx_bits != batch.bit_length() - 1
             or blocks == 0 or blocks % batch or blocks > _MAX_BLOCKS
             or payload.nbytes != blocks * 64
             or k % 2 or not 2 <= k <= 30
         ):
-            raise ValueError(f"inconsistent paired filter: blocks={blocks} batch={batch} k={k} payload={payload.nbytes}")
-        self = cls.__new__(cls)
-        self._init(count, blocks, batch, k, millibits, payload)
-        return self
-
+            return f"blocks={blocks} batch={batch} k={k} payload={payload.nbytes}"
+        return ""
 
     # facts
     @property
@@ -171,14 +161,9 @@ class PairedBloom(StaticHashedFilter):
     def num_probes(self) -> int:
         return self._k
 
-    def estimated_fpr(self) -> float:
-        """The pair-load model (:func:`paired_fpr`) at the filter's bits/key, with 64-bit hash collisions."""
-        if self._count == 0:
-            return 0.0
-        return fm.independent_fpr(
-            paired_fpr(round(self.num_bits / self._count, 4), self._k, self._batch),
-            fm.fingerprint_fpr(self._count, 64),
-        )
+    def _layout_fpr(self) -> float:
+        """The pair-load model (:func:`paired_fpr`) at the filter's bits/key."""
+        return paired_fpr(round(self.num_bits / self._count, 4), self._k, self._batch)
 
     def stats(self) -> dict:
         s = super().stats()

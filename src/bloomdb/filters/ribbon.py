@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from . import format as fmt
 from . import math as fm
 from .registry import register
 from .base import check_bits_per_key, check_fpr
-from .static import StaticHashedFilter
+from .static import StaticHashedFilter, check_attempts
 
 # count, num_slots, upper_cols, upper_start_block, seed, millibits (bloom-equivalent; 0 = fpr given), one_in
 _PARAMS = struct.Struct("<QQBQIId")
@@ -132,8 +133,7 @@ class RibbonFilter(StaticHashedFilter):
                 )
         if slots_per_key is not None and not (0.0 < float(slots_per_key) <= 100.0):
             raise InvalidArgument(f"slots_per_key must be in (0, 100], got {slots_per_key!r}")
-        if isinstance(max_seeds, bool) or not isinstance(max_seeds, int) or not 1 <= max_seeds <= 1 << 16:
-            raise InvalidArgument(f"max_seeds must be an integer in [1, 65536], got {max_seeds!r}")
+        check_attempts("max_seeds", max_seeds)
         h = np.ascontiguousarray(hashes, dtype=np.uint64).reshape(-1)
         n = int(h.shape[0])
         num_slots = num_slots_for(n, slots_per_key)
@@ -158,43 +158,29 @@ class RibbonFilter(StaticHashedFilter):
                     )
                 bands.fill(0)
             K.back_substitute(bands, num_blocks, upper_cols, usb, buf.view(np.uint64))
-        self = cls.__new__(cls)
-        self._init(n, num_slots, upper_cols, usb, seed, millibits, one_in, buf)
-        return self
-
-    def _init(self, count, num_slots, upper_cols, usb, seed, millibits, one_in, buf):
-        self._count = count
-        self._slots = num_slots
-        self._upper_cols = upper_cols
-        self._usb = usb
-        self._seed = seed
-        self._millibits = millibits
-        self._one_in = one_in
-        self._buf = buf
-        self._words = buf.view(np.uint64)
+        return cls._assemble(buf, _count=n, _slots=num_slots, _upper_cols=upper_cols, _usb=usb, _seed=seed,
+                             _millibits=millibits, _one_in=one_in)
 
     # envelope
-    def _params(self) -> bytes:
-        return _PARAMS.pack(self._count, self._slots, self._upper_cols, self._usb, self._seed,
-                            self._millibits, self._one_in)
+    _params_struct = _PARAMS
+    _param_names = ("_count", "_slots", "_upper_cols", "_usb", "_seed", "_millibits", "_one_in")
+
+    def _views(self) -> None:
+        self._words = self._buf.view(np.uint64)
 
     @classmethod
-    def _from_parts(cls, params: bytes, payload: np.ndarray, count: int) -> "RibbonFilter":
-        keys, slots, upper, usb, seed, millibits, one_in = _PARAMS.unpack(params)
+    def _inconsistency(cls, fields: dict[str, Any], payload: np.ndarray) -> str:
+        count, slots, upper, usb, one_in = (fields[k] for k in ("_count", "_slots", "_upper_cols", "_usb", "_one_in"))
         blocks = slots // 128
         segments = usb * (upper - 1) + (blocks - usb) * upper
         if (
-            keys != count
-            or slots % 128 or slots > _MAX_SLOTS or (slots == 0) != (count == 0) or (slots and slots < 256)
+            slots % 128 or slots > _MAX_SLOTS or (slots == 0) != (count == 0) or (slots and slots < 256)
             or not 1 <= upper <= 32 or usb > blocks
             or payload.nbytes != segments * 16
             or not one_in >= 1.0
         ):
-            raise ValueError(f"inconsistent ribbon filter: slots={slots} cols={upper} start={usb} payload={payload.nbytes}")
-        self = cls.__new__(cls)
-        self._init(count, slots, upper, usb, seed, millibits, one_in, payload)
-        return self
-
+            return f"slots={slots} cols={upper} start={usb} payload={payload.nbytes}"
+        return ""
 
     # facts
     @property
@@ -214,21 +200,13 @@ class RibbonFilter(StaticHashedFilter):
         return self._seed
 
     @property
-    def num_bits(self) -> int:
-        return int(self._buf.nbytes) * 8
-
-    @property
     def num_probes(self) -> int:
         """Result columns checked by a query in the upper blocks (the 'probes' of a Ribbon)."""
         return self._upper_cols
 
-    def estimated_fpr(self) -> float:
-        """Exact for the column layout (``2^-columns`` averaged over blocks), with 64-bit collisions."""
-        if self._count == 0:
-            return 0.0
-        return fm.independent_fpr(
-            layout_fpr(self._slots // 128, self._upper_cols, self._usb), fm.fingerprint_fpr(self._count, 64)
-        )
+    def _layout_fpr(self) -> float:
+        """Exact for the column layout: ``2^-columns`` averaged over blocks."""
+        return layout_fpr(self._slots // 128, self._upper_cols, self._usb)
 
     def stats(self) -> dict:
         s = super().stats()

@@ -37,11 +37,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import IncompatibleFilters, InvalidArgument
-from . import format as fmt
 from . import parallel
 from .registry import register
 from ._cache_lines import PARAMS as LEVEL_PARAMS
-from ._common_kernels import or_into, popcount_bytes
+from ._common_kernels import or_into
 from .base import HashedFilter, check_capacity, check_fpr
 
 if TYPE_CHECKING:
@@ -85,7 +84,6 @@ class ScalableBloom(HashedFilter):
     spec_meaning = "target FP rate for any number of keys (initial_capacity=, growth=, tightening=)"
     shared_writes = False
     writable_map_refusal = "it grows by adding levels, which a fixed-size file map cannot hold"
-    #: Sized by its target, not a capacity: benchmarks and the calculator let it grow.
     grows = True
 
     def __init__(
@@ -177,13 +175,6 @@ class ScalableBloom(HashedFilter):
             raise InvalidArgument(f"scalable: the spec number is the target FP rate, got {arg!r}") from None
 
     @classmethod
-    def from_spec(cls, arg: str | None, capacity: int | None = None, **kwargs: Any) -> "ScalableBloom":
-        """``capacity`` is optional (it is the first level's size)."""
-        from .base import merge_spec_kwargs
-
-        return cls(capacity=capacity, **merge_spec_kwargs(cls, arg, kwargs))
-
-    @classmethod
     def spec_for_bits_per_key(cls, bits_per_key: float) -> str:
         return cls.bench_specs([bits_per_key])[0]
 
@@ -252,31 +243,13 @@ class ScalableBloom(HashedFilter):
         self._init(tuple(levels), count, writable=payload.flags.writeable)
         return self
 
+    def _payload_parts(self) -> tuple[np.ndarray, ...]:
+        return tuple(level._payload() for level in self._levels)  # one read: growth replaces the tuple
+
     def _payload(self) -> np.ndarray:
         """The levels' payloads one after another (a new aligned array: the levels are separate
         buffers while the filter grows)."""
         return self._copy_payload()[0]
-
-    def _copy_payload(self) -> tuple[np.ndarray, int]:
-        levels, count = self._levels, self._count
-        out = fmt.aligned_empty(sum(level.size_bytes for level in levels))
-        self._check_source()
-        pos = 0
-        for level in levels:
-            size = level.size_bytes
-            out[pos : pos + size] = level._payload()
-            pos += size
-        self._check_source()
-        return out, count
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(level.size_bytes for level in self._levels)
-
-    def fill_ratio(self) -> float:
-        self._check_source()
-        levels = self._levels
-        return sum(popcount_bytes(level._payload()) for level in levels) / max(1, 8 * self.size_bytes)
 
     # ---- union --------------------------------------------------------------------------
 

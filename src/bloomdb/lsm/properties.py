@@ -53,13 +53,13 @@ def get(db, name):
     refs = ver.all_refs()
     simple = {
         "estimate-num-keys": lambda: sum(r.table.meta.entries for r in refs) + sum(len(m) for m in mems),
-        "filter-memory-bytes": lambda: sum(r.table.filter_bytes for r in refs if r.table.filter_loaded),
+        "filter-memory-bytes": lambda: _filter_memory(db._cache, refs),
         "filter-bytes": lambda: sum(r.table.filter_bytes for r in refs),
         "total-sst-files-size": lambda: sum(r.info.file_size for r in refs),
         "cur-size-all-mem-tables": lambda: sum(m.bytes for m in mems),
         "num-entries-all-mem-tables": lambda: sum(len(m) for m in mems),
         "approximate-memory-usage": lambda: (sum(m.bytes for m in mems) + (db._cache.bytes if db._cache else 0)
-                                             + sum(r.table.filter_bytes for r in refs if r.table.filter_loaded)),
+                                             + (0 if getattr(db._cache, "holds_tables", False) else _filter_memory(None, refs))),
     }
     cache = db._cache
     if short.startswith("block-cache-") and cache is not None:
@@ -72,6 +72,14 @@ def get(db, name):
     if short == "sstables":
         return _sstables_text(ver)
     return None
+
+
+def _filter_memory(cache, refs) -> int:
+    """Bytes of filters in memory: the filter blocks read so far, or, with ``cache_bytes``, the
+    filters the cache holds now."""
+    if getattr(cache, "holds_tables", False):
+        return cache.stats()["filter"]["bytes"]
+    return sum(r.table.filter_bytes for r in refs if r.table.filter_loaded)
 
 
 def _stats_text(db, ver) -> str:
