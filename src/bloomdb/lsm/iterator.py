@@ -86,16 +86,16 @@ class View:
         self.version = version
         self.snap = snap
         self.hide = hide
-        self.tables = [[r.table for r in level] for level in version.levels]
         if prefix is not None:
             name, p, counters, a, b = prefix
-            self.tables = [[t for t in level if not ((b is not None and t.min_key >= b) or t.max_key < a)]
-                           for level in self.tables]
+            self.tables = seek.overlapping(version, a, b)
             n = sum(map(len, self.tables))
             keep = iter(version.prefix_filters(name).may_match([t for level in self.tables for t in level], p))
             self.tables = [[t for t in level if next(keep)] for level in self.tables]
             counters["prefix_checks"] += n
             counters["prefix_skips"] += n - sum(map(len, self.tables))
+        else:
+            self.tables = [[r.table for r in level] for level in version.levels]
 
     def sources(self, a, b, reverse: bool, first_blocks: int | None):
         """Merge inputs (newest first) for keys in ``[a, b)``, read in ``reverse`` or key order."""

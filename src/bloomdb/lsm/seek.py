@@ -49,6 +49,26 @@ def rounds(view, a, b, values: bool, general):
             yield from general(nxt)
 
 
+def overlapping(version, a, b) -> list[list]:
+    """Per level, the tables of ``version`` whose key range meets ``[a, b)`` (L0: a scan of its
+    few tables; deeper levels: two binary searches over the level's key ranges, kept per
+    version)."""
+    bounds = version.__dict__.get("_seek_bounds")
+    if bounds is None:
+        bounds = version.__dict__["_seek_bounds"] = [
+            ([r.table for r in level], [r.table.max_key for r in level], [r.table.min_key for r in level])
+            for level in version.levels]
+    out = []
+    for li, (tables, maxs, mins) in enumerate(bounds):
+        if li == 0:
+            out.append([t for t in tables if not ((b is not None and t.min_key >= b) or (a is not None and t.max_key < a))])
+        else:
+            i = 0 if a is None else bisect_left(maxs, a)
+            j = len(tables) if b is None else bisect_left(mins, b)
+            out.append(tables[i:j])
+    return out
+
+
 def _table_sources(view, a, b):
     """The tables that may hold the first entries of ``[a, b)``: every L0 table overlapping it,
     and per deeper level the first table whose last key is ``>= a`` (if it starts before ``b``)."""
@@ -111,13 +131,19 @@ def first_round(view, a, b, values: bool):
     if not parts:
         return [], None, bound
     kd, ko, tr, vd, vo = concat_packed(parts)
-    run_starts = np.zeros(len(parts) + 1, np.int64)
-    np.cumsum([len(p[2]) for p in parts], out=run_starts[1:])
-    sel = SK.merge_visible(kd, ko, tr, run_starts, view.snap, False)
+    starts = [0]
+    for p in parts:
+        starts.append(starts[-1] + len(p[2]))
+    sel = SK.merge_visible(kd, ko, tr, np.array(starts, np.int64), view.snap, False)
     if view.hide is not None and sel.shape[0]:
         sel = view.hide(kd, ko, tr, sel)
     sel = sel.tolist()
+    cut = len(sel) > LIMIT
+    if cut:  # a cursor reads a few: the round ends at its LIMIT-th visible key
+        sel = sel[:LIMIT]
     keys = _pick(kd, ko, sel)
+    if cut:
+        bound = keys[-1]
     return keys, (_pick(vd, vo, sel) if values else None), bound
 
 
