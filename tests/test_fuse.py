@@ -299,3 +299,18 @@ def test_static_parameters_round_trip_and_mismatches_are_refused(spec):
         type(f)._from_parts(f._params(), f._payload(), f.count + 1)
     with pytest.raises(ValueError, match=f"inconsistent {f.family} filter"):
         type(f)._from_parts(f._params(), f._payload()[:-64], f.count)
+
+
+def test_populate_refuses_short_scratch():
+    """The kernel checks its scratch sizes and reports (-2, 0) instead of writing past them (the
+    keys' ``x`` go through ``t2hash`` first, which must hold one per key even when the array has
+    fewer cells than keys, as with ``size_factor`` < 1)."""
+    h = hash_batch(to_batches(_int_keys(1000))[0])
+    seg_len, seg_count = layout_for(1000, 0.6)
+    cells = (seg_count + 2) * seg_len
+    assert cells < 1000
+    fps = np.zeros(cells, np.uint8)
+    temps = fuse._temporaries(1000, cells)
+    short = temps[:3] + (np.zeros(cells, np.uint64),) + temps[4:]
+    assert K.populate(h, np.uint64(1), seg_len, seg_count, fps, np.uint64(255), *short) == (-2, 0)
+    assert not fps.any()

@@ -352,3 +352,16 @@ def test_iterators_keep_their_tables_readable_after_a_compaction(tmp_path):
     assert not gone & set(os.listdir(folder))
     assert list(db.scan()) == sorted({**model, **dict.fromkeys(list(model)[:500], b"new")}.items())
     db.close()
+
+
+def test_pins_never_push_a_small_cache_past_its_bound(tmp_path):
+    """L0 tables pin only while the bytes promised to pins stay within half the capacity; the
+    rest are cached unpinned, so even a cache smaller than L0's filters keeps its bound."""
+    db = _l0_store(tmp_path, cache_bytes=8 << 10)
+    l0 = [r.table for r in db._version.levels[0]]
+    assert len(l0) == 3 and not all(t.pinned for t in l0)
+    for i in range(0, 2000, 5):
+        assert db.get(b"t1-%05d" % i) == b"v" * 40 and db.get(b"t2-%05dx" % i) is None
+    st = db.stats()["block_cache"]
+    assert st["peak_usage"] <= 8 << 10 and st["pinned_bytes"] <= 4 << 10
+    db.close()

@@ -98,9 +98,11 @@ def fingerprint(x, fp_mask):
 
 
 @njit(cache=True, nogil=True)
-def _by_top_bits(hashes, seed, seg_count, out):
-    """Every key's ``x`` into ``out``, bucketed by its top bits (at least ``seg_count`` buckets).
-    Two passes, each hashing every key (cheaper than a scratch array of ``x``: fewer bytes moved)."""
+def _by_top_bits(hashes, seed, seg_count, out, xs):
+    """Every key's ``x`` into ``out``, bucketed by its top bits (at least ``seg_count`` buckets):
+    one pass hashes into ``xs`` (scratch of at least ``len(hashes)``, left zeroed) and counts the
+    buckets, a second scatters. Hashing once and re-zeroing ``xs`` beat hashing twice by ~1.5
+    ns/key at 10M keys."""
     n = hashes.shape[0]
     bits = 1
     while (1 << bits) < seg_count:
@@ -108,11 +110,14 @@ def _by_top_bits(hashes, seed, seg_count, out):
     shift = np.uint64(64 - bits)
     first = np.zeros((1 << bits) + 1, np.int64)
     for i in range(n):
-        first[np.int64(mix(hashes[i], seed) >> shift) + 1] += 1
+        x = mix(hashes[i], seed)
+        xs[i] = x
+        first[np.int64(x >> shift) + 1] += 1
     for b in range(1 << bits):
         first[b + 1] += first[b]
     for i in range(n):
-        x = mix(hashes[i], seed)
+        x = xs[i]
+        xs[i] = 0
         b = np.int64(x >> shift)
         out[first[b]] = x
         first[b] += 1
@@ -247,13 +252,17 @@ def populate(hashes, seed, seg_len, seg_count, fps, fp_mask, order, which, t2cou
     success, ``(-1, duplicates seen)`` when this seed fails (``fps`` is then left as it was).
 
     Scratch arrays (the caller's, so it can place them on huge pages and keep them for a retry):
-    ``order`` (uint64) and ``which`` (uint8) of ``len(hashes)``; ``t2count`` (uint8, zeroed),
-    ``t2hash`` (uint64, zeroed) and ``alone`` (uint32) of ``len(fps)``. ``t2count``/``t2hash``
-    are left dirty."""
+    ``order`` (uint64) and ``which`` (uint8) of ``len(hashes)``; ``t2count`` (uint8, zeroed) and
+    ``alone`` (uint32) of ``len(fps)``; ``t2hash`` (uint64, zeroed) of ``max(len(fps),
+    len(hashes))``. ``t2count``/``t2hash`` are left dirty. Scratch too short: ``(-2, 0)``."""
     n = hashes.shape[0]
+    m = fps.shape[0]
+    if (order.shape[0] < n or which.shape[0] < n or t2hash.shape[0] < max(n, m)
+            or t2count.shape[0] != m or alone.shape[0] < m):
+        return -2, 0
     sl = np.uint64(seg_len)
     scl = np.uint64(seg_count) * sl
-    _by_top_bits(hashes, seed, seg_count, order)
+    _by_top_bits(hashes, seed, seg_count, order, t2hash)  # t2hash: zeroed again before the count
     dups, overflow = _count(order, sl, scl, t2count, t2hash)
     if overflow:
         return -1, dups

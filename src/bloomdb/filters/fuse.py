@@ -91,9 +91,10 @@ def _check_layout(seg_len: int, seg_count: int) -> int:
 def _temporaries(keys: int, cells: int) -> tuple[np.ndarray, ...]:
     """The build's scratch arrays for :func:`_fuse_kernels.populate` (zeroed, on huge pages when
     large): per key the ``x`` order (8 bytes) and peeled position (1), per cell the count (1),
-    the XOR of ``x`` (8) and the peeling stack (4)."""
+    the XOR of ``x`` (8; at least one per key: it holds the keys' ``x`` first) and the peeling
+    stack (4)."""
     return (scratch.zeros(keys, np.uint64), scratch.zeros(keys, np.uint8), scratch.zeros(cells, np.uint8),
-            scratch.zeros(cells, np.uint64), scratch.zeros(cells, np.uint32))
+            scratch.zeros(max(cells, keys), np.uint64), scratch.zeros(cells, np.uint32))
 
 
 class BinaryFuse(StaticHashedFilter):
@@ -170,6 +171,8 @@ class BinaryFuse(StaticHashedFilter):
                 state, seed = K.splitmix64(state)
                 state, seed = np.uint64(state), np.uint64(seed)  # numba hands uint64 back as int
                 stored, dups = K.populate(h, seed, seg_len, seg_count, fps, fp_mask, *temps)
+                if stored == -2:
+                    raise RuntimeError(f"{cls.family}: build scratch shorter than the kernel needs")
                 if stored >= 0:
                     break
                 failures += 1

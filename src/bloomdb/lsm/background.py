@@ -62,11 +62,11 @@ class Background:
     # -- scheduling ---------------------------------------------------------------------------
     def pick(self):
         """The policy's next task for the current version, or None (caller holds the lock)."""
-        v = self.db._version
-        shape = [[policy.TableShape(r.number, r.info.file_size, r.info.min_key, r.info.max_key) for r in lvl]
-                 for lvl in v.levels]
-        o = self.db.options
-        return policy.pick(shape, self.compact_pointers, o.level0_trigger, o.level1_bytes, o.level_ratio)
+        db = self.db
+        shape = [[_shape(r) for r in lvl] for lvl in db._version.levels]
+        o = db.options
+        smallest = min(db._snapshots) if db._snapshots else db._seq
+        return policy.pick(shape, self.compact_pointers, o.level0_trigger, o.level1_bytes, o.level_ratio, smallest)
 
     def _loop(self) -> None:
         db = self.db
@@ -98,6 +98,7 @@ class Background:
         db = self.db
         with db._lock:
             while self.thread is not None and db._bg_error is None and (db._imm is not None or self.pick() is not None):
+                db._cond.notify_all()  # work may have appeared without a wake-up (a snapshot released)
                 db._cond.wait(0.05)
 
     # -- running tasks ------------------------------------------------------------------------
@@ -143,6 +144,15 @@ class Background:
         except BaseException as e:
             db._fail(e)
             raise
+
+
+def _shape(r) -> policy.TableShape:
+    """What the policy sees of a table (a ``TableRef``), its range tombstones' extent included."""
+    m = r.table.meta
+    rd = m.range_dels
+    return policy.TableShape(r.number, r.info.file_size, r.info.min_key, r.info.max_key, m.entries, m.deletions,
+                             len(rd), r.info.max_seq, min(t[0] for t in rd) if rd else None,
+                             max(t[1] for t in rd) if rd else None)
 
 
 def _overlaps(r, a: bytes | None, b: bytes | None) -> bool:

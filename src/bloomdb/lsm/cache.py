@@ -8,8 +8,10 @@ when the store is opened with ``Options(cache_bytes=N)``.
   the capacity; an entry larger than the whole capacity is not kept (the caller uses it once).
   *Pinned* entries (:meth:`Cache.pin`: the filters and indexes of L0 tables with
   ``Options(pin_top_level_filters=True)``) count against the capacity but are never evicted;
-  they go when their table is dropped (:meth:`Cache.drop_table`). So the bytes held never exceed
-  the capacity as long as the pinned bytes alone fit (``usage`` says what is held).
+  they go when their table is dropped (:meth:`Cache.drop_table`). A table pins only while the
+  bytes promised to pinned tables stay within half the capacity (:meth:`Cache.may_pin`; a table
+  that would pass it is cached unpinned), so pins never push the bytes held past the bound. A
+  table pinned at L0 stays pinned if a trivial move takes it down a level (as in RocksDB).
 * hits, misses and bytes held per kind: :meth:`Cache.stats` (``db.stats()["block_cache"]``).
 * :func:`make_cache` picks the store's read route at open: this cache and its table files
   (:class:`.table_cache.TableFiles`, at most ``max_open_files`` descriptors) for tables read with
@@ -43,6 +45,8 @@ class Cache:
         self._pinned: dict = {}  # key -> (value, nbytes, kind)
         self._lock = threading.Lock()
         self._dead: list[int] = []  # tables dropped (appended by finalizers, handled under the lock)
+        self._promises: dict[int, int] = {}  # table number -> bytes it may pin (may_pin)
+        self._promised = 0
         self._hits = dict.fromkeys(KINDS, 0)
         self._misses = dict.fromkeys(KINDS, 0)
         self._bytes = dict.fromkeys(KINDS, 0)
@@ -106,12 +110,27 @@ class Cache:
             self.evictions += 1
         self.peak = max(self.peak, self.usage)
 
+    def may_pin(self, number: int, nbytes: int) -> bool:
+        """Whether table ``number``, whose pinned entries will take about ``nbytes``, may pin
+        them (the bytes are then promised to it until it is dropped): pinned entries may take at
+        most half the capacity, so they never push the cache past its bound (later tables are
+        cached unpinned)."""
+        with self._lock:
+            self._reap()
+            if self._promised + nbytes > self.capacity // 2:
+                return False
+            self._promises[number] = nbytes
+            self._promised += nbytes
+            return True
+
     def close(self) -> None:
         """The store is closing: drop every entry and close the table files not in use."""
         with self._lock:
             self._reap()
             self._lru.clear()
             self._pinned.clear()
+            self._promises.clear()
+            self._promised = 0
             self._bytes = dict.fromkeys(KINDS, 0)
             self.usage = self.pinned_bytes = 0
         self.files.close_all()
@@ -136,6 +155,8 @@ class Cache:
         dead = set()
         while self._dead:
             dead.add(self._dead.pop())
+        for n in dead:
+            self._promised -= self._promises.pop(n, 0)
         for d in (self._lru, self._pinned):
             for key in [k for k in d if k[0] in dead]:
                 _, b, k = d.pop(key)

@@ -150,7 +150,7 @@ class DB:
     def _write_table(self, mem: MemTable, level: int) -> TableRef:
         """Write ``mem`` as a new table for ``level`` (a flush, or recovery's replayed logs)."""
         last = all(not self._version.levels[i] for i in range(1, MAX_LEVELS))
-        arrays, number = mem.table_arrays(), self._new_file_number()
+        arrays, number = mem.table_arrays(indexed=True), self._new_file_number()
         info, table = executor.write_table(TaskContext(self, 0), number, arrays, level, last, mem.rdels)
         self._stats["bytes_flushed"] += info.file_size
         return TableRef(level, info, table)

@@ -76,7 +76,8 @@ class Options:
     * ``pin_top_level_filters`` (``True``): with ``cache_bytes``, the filters and indexes of L0
       tables (probed by every read) are pinned in the cache -- counted against its bound, never
       evicted -- and checked inside the probe kernel (RocksDB's
-      ``pin_l0_filter_and_index_blocks_in_cache``); ``False``: every filter may be evicted.
+      ``pin_l0_filter_and_index_blocks_in_cache``) while the pinned tables take at most half
+      the cache (later L0 tables are cached unpinned); ``False``: every filter may be evicted.
     * ``max_open_files`` (1000, LevelDB's): with ``cache_bytes``, at most this many table files
       are open at once (least recently used closed first, reopened on demand; :mod:`.table_cache`).
       The default route keeps each live table memory-mapped (one descriptor per table).

@@ -11,7 +11,8 @@ them any more.
 
 Cost: every input entry is decoded once, merged once (a k-way merge over the sorted runs:
 each L0 table, plus the next level's tables as one run) and encoded once, all in numba kernels
-that release the GIL, so a compaction barely slows the writer; no Python object per entry.
+that release the GIL, so a compaction barely slows the writer; no Python object per entry. The
+kept keys are gathered; the values are not (the builder reads each where decoding put it).
 """
 
 from __future__ import annotations
@@ -35,26 +36,30 @@ def table_path(folder: str, number: int) -> str:
 
 
 def write_table(ctx, number: int, arrays, level: int, last_level: bool, range_dels=()):
-    """Write the packed entries ``arrays`` (``kdata, koff, trailers, vdata, voff``) and the
-    range tombstones ``range_dels`` as table ``number`` for ``level`` under ``ctx``'s options
-    (the level's filter, block size, compression); returns ``(TableInfo, Table)``.
+    """Write the packed entries ``arrays`` (``kdata, koff, trailers, vdata, voff``, and optionally
+    ``vidx``: entry ``i``'s value is item ``vidx[i]`` of ``vdata``/``voff``) and the range
+    tombstones ``range_dels`` as table ``number`` for ``level`` under ``ctx``'s options (the
+    level's filter, block size, compression); returns ``(TableInfo, Table)``.
     ``last_level``: nothing lives below ``level`` (the options may pick another filter there).
     Cost: one pass over the entries, one file."""
     opts = ctx.options
     path = table_path(ctx.folder, number)
     if arrays[2].shape[0] == 0:
         arrays = tombstones.sentinel(range_dels)
-    info = build_table_arrays(ctx.fs, path, number, *arrays, opts.filter_for(level, last_level),
+    vidx = arrays[5] if len(arrays) > 5 else None
+    info = build_table_arrays(ctx.fs, path, number, *arrays[:5], opts.filter_for(level, last_level),
                               opts.block_size, opts.restart_interval, opts.compression,
                               partition_blocks=opts.partition_blocks(), range_dels=tuple(range_dels),
-                              prefix=opts.prefix_extractor, whole_key_filter=opts.whole_key_filtering)
+                              prefix=opts.prefix_extractor, whole_key_filter=opts.whole_key_filtering, vidx=vidx)
     return info, open_table(ctx.fs, path, number, ctx.cache, level)
 
 
 def merge_arrays(runs, smallest_snapshot: int, bottom: bool, range_dels=()):
-    """Merge sorted runs (each a list of tables in key order) with the drop rules: packed
-    ``(kdata, koff, trailers, vdata, voff)`` of the kept entries, in order. ``range_dels``:
-    tombstones whose hidden entries may go (those visible to every snapshot are used)."""
+    """Merge sorted runs (each a list of tables in key order) with the drop rules: the kept
+    entries in order as ``(kdata, koff, trailers, vdata, voff, vidx)`` -- keys and trailers
+    gathered, values left where decoding put them (entry ``i``'s value is item ``vidx[i]``: the
+    builder reads it there, so values are copied once less). ``range_dels``: tombstones whose
+    hidden entries may go (those visible to every snapshot are used)."""
     tables = [t for run in runs for t in run]
     (kdata, koff, trs, vdata, voff), counts = decode_tables(tables)
     starts = [0]
@@ -67,8 +72,7 @@ def merge_arrays(runs, smallest_snapshot: int, bottom: bool, range_dels=()):
     if live:
         idx = idx[tombstones.Fragments(live).not_covered(kdata, koff, trs, idx)]
     kd, ko = gather(kdata, koff, idx)
-    vd, vo = gather(vdata, voff, idx)
-    return kd, ko, trs[idx], vd, vo
+    return kd, ko, trs[idx], vdata, voff, idx
 
 
 def run(task: Task, version, ctx) -> tuple[set[int], list[tuple[int, object, Table]], int]:
@@ -88,7 +92,7 @@ def run(task: Task, version, ctx) -> tuple[set[int], list[tuple[int, object, Tab
     if below:
         runs.append([r.table for r in below])  # one level's tables: a single sorted run
     every = [t for r in version.all_refs() for t in r.table.meta.range_dels]
-    kd, ko, tr, vd, vo = merge_arrays(runs, ctx.smallest_snapshot, task.bottom, every)
+    kd, ko, tr, vd, vo, vidx = merge_arrays(runs, ctx.smallest_snapshot, task.bottom, every)
     inputs = set(task.all_inputs)
     others = [r for r in version.all_refs() if r.number not in inputs]
     keep = [t for n in task.all_inputs for t in by_number[n].table.meta.range_dels
@@ -97,9 +101,11 @@ def run(task: Task, version, ctx) -> tuple[set[int], list[tuple[int, object, Tab
     added = []
     written = 0
     a = 0
-    cuts = K.split_points(kd, ko, vo, ctx.options.table_bytes).tolist() if tr.shape[0] else ([0] if keep else [])
+    vsizes = np.zeros(vidx.shape[0] + 1, np.int64)  # the kept values' sizes, as offsets
+    np.cumsum(vo[vidx + 1] - vo[vidx], out=vsizes[1:])
+    cuts = K.split_points(kd, ko, vsizes, ctx.options.table_bytes).tolist() if tr.shape[0] else ([0] if keep else [])
     for b in cuts:
-        arrays = (kd[ko[a] : ko[b]], ko[a : b + 1] - ko[a], tr[a:b], vd[vo[a] : vo[b]], vo[a : b + 1] - vo[a])
+        arrays = (kd[ko[a] : ko[b]], ko[a : b + 1] - ko[a], tr[a:b], vd, vo, vidx[a:b])
         info, table = write_table(ctx, ctx.new_file_number(), arrays, out_level, last_level, keep)
         keep = ()  # the first output carries the tombstones
         a = b

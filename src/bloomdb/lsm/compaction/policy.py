@@ -9,6 +9,15 @@
   anything below make a *trivial move* (the files change level, no I/O).
 * ``bottom``: no level below the output overlaps the inputs' key range, so deletions (older than
   every snapshot) may be dropped: nothing older can be hidden by them.
+* Deletion-triggered (RocksDB's idea, kept simple), only when no level scores ``>= 1``: a table
+  whose point deletions are at least half its entries, or that carries range tombstones, and
+  whose every entry is visible to every snapshot (``max_seq <= smallest_snapshot``), is merged
+  with the next level's tables overlapping its keys or its range tombstones' extent (tables'
+  key ranges stay their keys' everywhere else: a level's tables never overlap by keys, so
+  the outputs cannot overlap a table left out), never moved trivially: the tombstones and what they
+  hide go (at the bottom), or move one level closer to it. Otherwise a level that is not full
+  keeps its tombstones, and the space they and the data under them hold, for ever. Each such
+  compaction moves the tombstones a level down, so they are gone after at most ``levels - 1``.
 """
 
 from __future__ import annotations
@@ -22,6 +31,17 @@ class TableShape:
     size: int
     min_key: bytes
     max_key: bytes
+    entries: int = 0
+    deletions: int = 0  # point deletions among the entries
+    range_dels: int = 0  # range tombstones the table carries
+    max_seq: int = 0
+    rd_lo: bytes | None = None  # the range tombstones' extent (None: none), beyond the keys maybe
+    rd_hi: bytes | None = None
+
+    def tombstone_heavy(self, smallest_snapshot: int) -> bool:
+        """A deletion-triggered compaction's candidate (see the module's docstring)."""
+        heavy = self.range_dels > 0 or (self.deletions > 0 and 2 * self.deletions >= self.entries)
+        return heavy and self.max_seq <= smallest_snapshot
 
 
 @dataclass(frozen=True)
@@ -61,14 +81,31 @@ def scores(levels: list[list[TableShape]], level0_trigger: int, level1_bytes: in
     return out
 
 
+def _tombstone_heavy(levels: list[list[TableShape]], smallest_snapshot: int):
+    """``(level, table)`` of the shallowest deletion-triggered candidate, or None (the last
+    level has no level below to compact into)."""
+    for n in range(len(levels) - 1):
+        for t in levels[n]:
+            if t.tombstone_heavy(smallest_snapshot):
+                return n, t
+    return None
+
+
 def pick(levels: list[list[TableShape]], compact_pointers: dict[int, bytes], level0_trigger: int,
-         level1_bytes: int, ratio: float) -> Task | None:
-    """The next compaction for a version of shape ``levels`` (L0 newest first), or None."""
+         level1_bytes: int, ratio: float, smallest_snapshot: int | None = None) -> Task | None:
+    """The next compaction for a version of shape ``levels`` (L0 newest first), or None.
+    ``smallest_snapshot`` (the oldest sequence a reader may still read at): with it, a
+    deletion-triggered compaction when nothing scores ``>= 1``."""
     sc = scores(levels, level0_trigger, level1_bytes, ratio)
     best = max(range(len(sc)), key=lambda i: (sc[i], -i))
+    forced = False
     if sc[best] < 1.0:
-        return None
-    if best == 0:
+        hit = None if smallest_snapshot is None else _tombstone_heavy(levels, smallest_snapshot)
+        if hit is None:
+            return None
+        best, forced = hit[0], True
+        inputs = list(levels[0]) if best == 0 else [hit[1]]
+    elif best == 0:
         inputs = list(levels[0])
     else:
         ptr = compact_pointers.get(best)
@@ -77,6 +114,9 @@ def pick(levels: list[list[TableShape]], compact_pointers: dict[int, bytes], lev
         inputs = [chosen]
     lo = min(t.min_key for t in inputs)
     hi = max(t.max_key for t in inputs)
+    if forced:  # every table the range tombstones may cover below joins (their keys' ranges are what counts there)
+        lo = min([lo] + [t.rd_lo for t in inputs if t.rd_lo is not None])
+        hi = max([hi] + [t.rd_hi for t in inputs if t.rd_hi is not None])
     below = _overlapping(levels[best + 1], lo, hi)
     if below:
         lo = min(lo, min(t.min_key for t in below))
@@ -84,5 +124,5 @@ def pick(levels: list[list[TableShape]], compact_pointers: dict[int, bytes], lev
     bottom = all(not _overlapping(levels[n], lo, hi) for n in range(best + 2, len(levels)))
     # nothing to merge: the inputs overlap neither each other nor the next level (sequential
     # inserts), so their files just change level
-    trivial = not below and _disjoint(inputs)
+    trivial = not below and _disjoint(inputs) and not forced  # forced: the point is to rewrite
     return Task(best, tuple(t.number for t in inputs), tuple(t.number for t in below), trivial, bottom, lo, hi)

@@ -210,90 +210,104 @@ def _put_varint(out, p, v):
 
 
 @njit(cache=True, nogil=True)
-def encode_blocks(kdata, koff, trailers, vdata, voff, block_size, restart_interval):
-    """Encode sorted entries into data blocks.
+def encode_blocks(kdata, koff, trailers, vdata, voff, vidx, block_size, restart_interval, gap):
+    """Encode sorted entries into data blocks, each followed by ``gap`` bytes left for its trailer.
 
     Entry ``i`` has user key ``kdata[koff[i]:koff[i+1]]``, trailer ``trailers[i]`` and value
-    ``vdata[voff[i]:voff[i+1]]``. A block ends once it holds ``>= block_size`` bytes, but never
-    between two versions of one user key (so a point read looks in exactly one block).
-    Returns ``(out, block_ends, block_last_entry)``: the blocks back to back in ``out``, the end
-    offset of each block in ``out`` and the index of its last entry.
+    ``vdata[voff[j]:voff[j+1]]`` with ``j = vidx[i]`` (values are read where they lie: a flush's
+    sort order or a compaction's kept entries need no gathered copy of them). A block ends once
+    it holds ``>= block_size`` bytes, but never between two versions of one user key (so a
+    point read looks in exactly one block). Returns ``(out, starts, sizes, lasts, value_bytes)``:
+    block ``b`` is ``out[starts[b]:starts[b] + sizes[b]]`` (then ``gap`` zero bytes), ``lasts[b]``
+    its last entry; ``value_bytes`` the values' total.
+    Cost: one pass; the shared prefix is found on the packed keys (no key copy per entry).
     """
     n = koff.shape[0] - 1
     total = 0
     for i in range(n):
-        total += (koff[i + 1] - koff[i]) + 8 + (voff[i + 1] - voff[i]) + 15
+        j = vidx[i]
+        total += (koff[i + 1] - koff[i]) + (voff[j + 1] - voff[j]) + 8 + 15
     nblocks_max = n + 1
-    out = np.empty(total + 8 * (n // max(restart_interval, 1) + 2) + 8 * nblocks_max + 64, np.uint8)
-    ends = np.empty(nblocks_max, np.int64)
+    out = np.empty(total + 8 * (n // max(restart_interval, 1) + 2) + (8 + gap) * nblocks_max + 64, np.uint8)
+    starts = np.empty(nblocks_max, np.int64)
+    sizes = np.empty(nblocks_max, np.int64)
     lasts = np.empty(nblocks_max, np.int64)
     restarts = np.empty(n + 1, np.int64)
-    prev = np.empty(0, np.uint8)
-    cur = np.empty(0, np.uint8)
     nb = 0
     p = 0
     bstart = 0
     nr = 0
     count = 0
-    prev_len = 0
+    vbytes = 0
     for i in range(n):
         ks = koff[i]
         uk = koff[i + 1] - ks
         klen = uk + 8
-        if cur.shape[0] < klen:
-            cur = np.empty(klen * 2, np.uint8)
-        for j in range(uk):
-            cur[j] = kdata[ks + j]
         tr = trailers[i]
-        for j in range(8):
-            cur[uk + j] = np.uint8((tr >> np.uint64(8 * j)) & np.uint64(0xFF))
         shared = 0
         if count % restart_interval == 0:
             restarts[nr] = p - bstart
             nr += 1
-        else:
-            m = min(prev_len, klen)
-            while shared < m and prev[shared] == cur[shared]:
+        else:  # shared prefix of the internal keys (user key, then the trailer's 8 bytes)
+            ps = koff[i - 1]
+            pk = ks - ps
+            m = min(pk, uk)
+            while shared < m and kdata[ps + shared] == kdata[ks + shared]:
                 shared += 1
-        vs = voff[i]
-        vlen = voff[i + 1] - vs
+            if shared == uk and pk == uk:  # same user key: the trailers' bytes may share too
+                ptr = trailers[i - 1]
+                t = 0
+                while t < 8 and ((ptr >> np.uint64(8 * t)) & np.uint64(0xFF)) == ((tr >> np.uint64(8 * t)) & np.uint64(0xFF)):
+                    t += 1
+                shared += t
+        j = vidx[i]
+        vs = voff[j]
+        vlen = voff[j + 1] - vs
+        vbytes += vlen
         p = _put_varint(out, p, shared)
         p = _put_varint(out, p, klen - shared)
         p = _put_varint(out, p, vlen)
-        for j in range(shared, klen):
-            out[p] = cur[j]
+        if shared < uk:
+            out[p : p + uk - shared] = kdata[ks + shared : ks + uk]
+            p += uk - shared
+            t0 = 0
+        else:
+            t0 = shared - uk
+        for t in range(t0, 8):
+            out[p] = np.uint8((tr >> np.uint64(8 * t)) & np.uint64(0xFF))
             p += 1
         out[p : p + vlen] = vdata[vs : vs + vlen]
         p += vlen
         count += 1
-        prev, cur = cur, prev
-        prev_len = klen
         same_next = False
-        if i + 1 < n:
+        if i + 1 < n and p - bstart >= block_size:
             nk = koff[i + 2] - koff[i + 1]
             if nk == uk:
                 same_next = True
-                for j in range(uk):
-                    if kdata[koff[i + 1] + j] != kdata[ks + j]:
+                for t in range(uk):
+                    if kdata[koff[i + 1] + t] != kdata[ks + t]:
                         same_next = False
                         break
         if i == n - 1 or (p - bstart >= block_size and not same_next):
             for r in range(nr):
                 v = restarts[r]
-                for j in range(4):
-                    out[p + j] = np.uint8((v >> (8 * j)) & 0xFF)
+                for t in range(4):
+                    out[p + t] = np.uint8((v >> (8 * t)) & 0xFF)
                 p += 4
-            for j in range(4):
-                out[p + j] = np.uint8((nr >> (8 * j)) & 0xFF)
+            for t in range(4):
+                out[p + t] = np.uint8((nr >> (8 * t)) & 0xFF)
             p += 4
-            ends[nb] = p
+            starts[nb] = bstart
+            sizes[nb] = p - bstart
             lasts[nb] = i
             nb += 1
+            for t in range(gap):
+                out[p + t] = 0
+            p += gap
             bstart = p
             nr = 0
             count = 0
-            prev_len = 0
-    return out[:p], ends[:nb], lasts[:nb]
+    return out[:p], starts[:nb], sizes[:nb], lasts[:nb], vbytes
 
 
 @njit(cache=True, nogil=True)

@@ -107,29 +107,6 @@ def argsort_packed(data, off):
 
 
 @njit(cache=True, nogil=True)
-def frame_raw(blocks, ends):
-    """Raw (uncompressed) blocks ``blocks[ends[i-1]:ends[i]]`` laid out with their 5-byte trailers
-    (type byte 0, then 4 bytes left for the CRC32C): ``(out, starts)``, block ``i`` at
-    ``out[starts[i]:starts[i] + size]``, its CRC32C (of the block and the type byte) to be
-    written at ``starts[i] + size + 1`` by :func:`put_u32`."""
-    nb = ends.shape[0]
-    out = np.empty(blocks.shape[0] + 5 * nb, np.uint8)
-    starts = np.empty(nb, np.int64)
-    p = 0
-    s = 0
-    for i in range(nb):
-        e = ends[i]
-        starts[i] = p
-        out[p : p + e - s] = blocks[s:e]
-        p += e - s
-        out[p] = 0
-        out[p + 1 : p + 5] = 0
-        p += 5
-        s = e
-    return out, starts
-
-
-@njit(cache=True, nogil=True)
 def put_u32(out, pos, values):
     """``out[pos[i]:pos[i] + 4] = values[i]`` little-endian, for every ``i``."""
     for i in range(pos.shape[0]):

@@ -1,6 +1,8 @@
 """Write one table from sorted entries (the only writer of table files).
 
-Cost: the data blocks are encoded by one numba kernel pass (:func:`encode_blocks`); the filter
+Cost: the data blocks are encoded by one numba kernel pass straight into the file's layout
+(:func:`_block_kernels.encode_blocks`: values read where they lie, room left for each block's
+trailer, so no framing copy); the filter
 is built by the store's filter family from the table's distinct user keys in one batch
 (``bloomdb.filters.build``, sized for exactly those keys, so it never saturates); per block one
 CRC32C and, if asked, one compression call.
@@ -18,7 +20,7 @@ from ...checksum import crc32c
 from ...errors import FilterBuildError, FilterFull
 from . import _block_kernels as K
 from . import _table_kernels as TK
-from .block import RAW, compression_code, frame
+from .block import RAW, TRAILER, compression_code, frame
 from .footer import Handles, Meta, encode_footer, encode_meta
 
 
@@ -165,7 +167,7 @@ def _prefix_filter(prefix, spec: str | None, kdata, koff) -> tuple[str | None, b
 def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff, filter_spec: str | None,
                        block_size: int, restart_interval: int, compression: str | None,
                        sync: bool = True, partition_blocks: int = 0, range_dels: tuple = (), prefix=None,
-                       whole_key_filter: bool = True) -> TableInfo:
+                       whole_key_filter: bool = True, vidx=None) -> TableInfo:
     """:func:`build_table` over packed arrays (Arrow layout: ``kdata``/``koff`` user keys,
     ``vdata``/``voff`` values, ``tr`` uint64 trailers): no Python object per entry.
 
@@ -174,7 +176,9 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
     ``range_dels``: range tombstones ``(start, end, seq)`` kept in the meta block (their
     sequences count in the table's ``min_seq``/``max_seq``). ``prefix``: an extractor (``name``,
     ``key -> prefix or None``): a filter of ``filter_spec`` over the distinct prefixes goes into the
-    meta block (:func:`_prefix_filter`). ``whole_key_filter=False``: no filter over whole keys."""
+    meta block (:func:`_prefix_filter`). ``whole_key_filter=False``: no filter over whole keys.
+    ``vidx``: entry ``i``'s value is item ``vidx[i]`` of ``vdata``/``voff`` (default: item ``i``),
+    so a caller that sorted or selected entries need not gather their values first."""
     n = koff.shape[0] - 1
     if n <= 0:
         raise ValueError("a table needs at least one entry")
@@ -182,29 +186,30 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
     def key(i):
         return kdata[koff[i] : koff[i + 1]].tobytes()
 
-    out, ends, lasts = K.encode_blocks(kdata, koff, tr, vdata, voff, block_size, restart_interval)
+    if vidx is None:
+        vidx = np.arange(n, dtype=np.int64)
     code = compression_code(compression)
     parts: list = []
-    if code == RAW:  # every block stored as is: laid out by one kernel, one CRC32C call per block
-        framed, offs = TK.frame_raw(out, ends)
-        sizes = np.diff(ends, prepend=0)
+    if code == RAW:  # blocks encoded in place with room for their trailers; one CRC32C call per block
+        framed, offs, sizes, lasts, vbytes = K.encode_blocks(kdata, koff, tr, vdata, voff, vidx, block_size,
+                                                             restart_interval, TRAILER)
         mv = memoryview(framed)
         crcs = [crc32c(mv[o : o + z + 1]) for o, z in zip(offs.tolist(), sizes.tolist())]
         TK.put_u32(framed, offs + sizes + 1, np.array(crcs, np.int64))
         parts.append(framed)
         pos = framed.shape[0]
     else:
+        out, starts, bsizes, lasts, vbytes = K.encode_blocks(kdata, koff, tr, vdata, voff, vidx, block_size,
+                                                              restart_interval, 0)
         raw = out.tobytes()
         offl, sizel = [], []
         pos = 0
-        start = 0
-        for e in ends.tolist():
-            framed = frame(raw[start:e], code)
+        for a, z in zip(starts.tolist(), bsizes.tolist()):
+            framed = frame(raw[a : a + z], code)
             offl.append(pos)
-            sizel.append(len(framed) - 5)
+            sizel.append(len(framed) - TRAILER)
             parts.append(framed)
             pos += len(framed)
-            start = e
         offs, sizes = np.array(offl, np.int64), np.array(sizel, np.int64)
     index = TK.encode_index(kdata, koff, lasts, offs, sizes)
     # filter: distinct user keys (versions of a key are adjacent)
@@ -222,7 +227,7 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
     dels = int(np.count_nonzero((tr & np.uint64(0xFF)) == 0))
     rseqs = [q for _, _, q in range_dels]
     meta = Meta(n, dels, min([int(seqs.min())] + rseqs), max([int(seqs.max())] + rseqs), int(koff[-1] - koff[0]),
-                int(voff[-1] - voff[0]), len(ends), key(0), key(n - 1), filter_spec if fbytes else None,
+                int(vbytes), len(lasts), key(0), key(n - 1), filter_spec if fbytes else None,
                 tuple(range_dels), *_prefix_filter(prefix, filter_spec, kdata, koff))
     handles = []
     for blob in (fbytes, encode_meta(meta), index):

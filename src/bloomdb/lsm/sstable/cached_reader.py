@@ -104,10 +104,12 @@ class CachedTable(Table):
         self.number = number
         self._cache = cache
         self._files = cache.files
-        self.pinned = pin
         self.file_size = size = self._files.size(path)
         tail = self._files.pread(path, max(0, size - FOOTER_SIZE), FOOTER_SIZE)
         h = self._handles = decode_footer(tail, path)
+        self._finalizer = weakref.finalize(self, _dropped, cache, number, path)
+        # pinned: its filter (twice: with its copy in the probe directory) and its parsed index
+        self.pinned = pin and cache.may_pin(number, 2 * (h.filter_size + h.index_size + 2 * ENTRY_OVERHEAD))
         self.meta = decode_meta(self._read_block(h.meta_off, h.meta_size, "meta"), path)
         self.min_key = self.meta.min_key
         self.max_key = self.meta.max_key
@@ -119,7 +121,6 @@ class CachedTable(Table):
         self.partitions = None
         self._prefix = None
         self._lock = threading.Lock()
-        self._finalizer = weakref.finalize(self, _dropped, cache, number, path)
         self._index_array(False)  # checked at open, like Table
 
     def remove_when_dropped(self, fs) -> None:
@@ -131,8 +132,8 @@ class CachedTable(Table):
     # -- reading through the cache ------------------------------------------------------------
     def _read_block(self, off: int, size: int, what: str) -> bytes:
         """Block ``[off, off + size)`` read from the file and checked: its bytes, decompressed."""
-        buf = self._files.pread(self.path, off, size + TRAILER)
-        if len(buf) != size + TRAILER or off < 0 or size < 0:
+        buf = self._files.pread(self.path, off, size + TRAILER) if off >= 0 and size >= 0 else b""
+        if len(buf) != size + TRAILER:
             raise CorruptionError(f"{what} block at {off} (+{size}) lies outside the file", self.path)
         try:
             _, data = unframe(buf, 0, size, self.path, what)
@@ -140,8 +141,8 @@ class CachedTable(Table):
             raise CorruptionError(f"{what} block at offset {off} is damaged ({e})", self.path) from None
         return buf[:size] if data is None else data
 
-    def _keep(self, key, value, nbytes: int, kind: str):
-        put = self._cache.pin if self.pinned and kind != "data" else self._cache.insert
+    def _keep(self, key, value, nbytes: int, kind: str, pin: bool = False):
+        put = self._cache.pin if pin else self._cache.insert
         return put(key, value, nbytes + ENTRY_OVERHEAD, kind)
 
     def _index_array(self, count: bool = True) -> np.ndarray:
@@ -150,7 +151,7 @@ class CachedTable(Table):
         if idx is None:
             h = self._handles
             idx = parse_index_block(self._read_block(h.index_off, h.index_size, "index"), self.path, self.meta)
-            idx = self._keep(key, idx, idx.nbytes, "index")
+            idx = self._keep(key, idx, idx.nbytes, "index", self.pinned)
         return idx
 
     @property
@@ -249,26 +250,16 @@ class CachedTable(Table):
             except Exception:  # noqa: BLE001 - a damaged filter fails open
                 self.filter_damaged = True
                 f = False
-            # pinned: the filter and its copy in the probe directory
-            f = self._keep(key, f, size * (2 if self.pinned else 1), "filter")
+            pin = self.pinned and key[2] == -1  # a whole-table filter: it and its directory copy
+            f = self._keep(key, f, size * (2 if pin else 1), "filter", pin)
         return f if f is not False else None
 
     def loaded_partition(self, i: int):
-        if not self.pinned:
-            return self._stand_in(i)
-        return super().loaded_partition(i)
+        return self.partition_filter(i)
 
-    def partition_filter(self, i: int):
-        if not self.pinned:
-            return self._stand_in(i)
-        f = self._part_filters[i]
-        if f is None:
-            _, offs, sizes = self.partitions
-            f = self._load_filter((self.number, FILTER, i), offs[i], sizes[i])
-            self._part_filters[i] = f if f is not None else False
-        return f if f is not False else None
-
-    def _stand_in(self, i: int) -> CachedFilter:
+    def partition_filter(self, i: int) -> CachedFilter:
+        """Partition ``i``'s filter as the cache holds it (never pinned: a pinned table pins its
+        index and partition index only, like RocksDB's ``pin_top_level_index_and_filter``)."""
         _, offs, sizes = self.partitions
         return CachedFilter(self, (self.number, FILTER, i), offs[i], sizes[i])
 
