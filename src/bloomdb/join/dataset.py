@@ -197,6 +197,31 @@ class ReaderSource(ProbeSource):
         return i.table.num_rows
 
 
+def open_build(obj: Any) -> Any:
+    """The build side in a form :func:`.sources.read_all` and :func:`.sources.schema_of` read:
+    a folder of Parquet files (hive partitions as columns), a glob or a list of Parquet paths
+    becomes a ``pyarrow.dataset.Dataset`` (read whole, only the columns the join needs); a
+    ``RecordBatchReader`` is read into a table once; anything else is returned as given."""
+    import pyarrow.dataset as ds
+
+    if isinstance(obj, pa.RecordBatchReader):
+        return obj.read_all()
+    if isinstance(obj, ds.Dataset):
+        return obj
+    listed = dataset_files(obj)
+    if listed is None:
+        return obj
+    files, schema = listed
+    if schema is not None and isinstance(obj, (str, os.PathLike)) and os.path.isdir(obj):
+        return ds.dataset(os.fspath(obj), format="parquet", partitioning="hive")
+    if any(f.partition for f in files):
+        raise InvalidArgument("a build side of files with partition values: give the folder or a pyarrow Dataset")
+    try:
+        return ds.dataset([f.path for f in files], format="parquet")
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise InvalidArgument(f"cannot read the build side's files as Parquet: {exc}") from None
+
+
 def open_probe(obj: Any, verify: bool = True, chunk_rows: int = columnar.DEFAULT_CHUNK_ROWS) -> ProbeSource:
     """A probe source for anything :func:`bloomdb.join.hash_join` takes as ``probe``."""
     import pyarrow.dataset as ds

@@ -20,7 +20,7 @@ from .adaptive import AdaptivePolicy
 from .aggregate import AggSink
 from .build import BuildSide
 from .compare import KeyDomain, key_domain
-from .dataset import open_probe
+from .dataset import open_build, open_probe
 from .keys import combine, from_arrow
 from .plan import HOWS, KEEPS_BUILD, KEEPS_PROBE, output_columns, parse_aggregates, parse_group_by, parse_on
 from .predicates import parse_where
@@ -126,7 +126,9 @@ def hash_join(
     own statistics and Bloom filters, files scanned by the same thread pool); a
     ``pyarrow.RecordBatchReader`` (read once, batch by batch); or in-memory data (pyarrow Table,
     pandas/Polars DataFrame, dict of arrays; cut into ``chunk_rows`` chunks). ``build``: a
-    columnar table, a Parquet file or in-memory data, held in memory.
+    columnar table, a Parquet file, a folder (hive-partitioned or not), glob or list of Parquet
+    files, a ``pyarrow.dataset.Dataset``, a ``RecordBatchReader`` or in-memory data; only the
+    columns the join needs are read, and held in memory.
 
     ``on``: the key column name on both sides, or a list of names: a multi-column key (rows match
     when every column matches; a null in any key column never matches); ``left_on`` /
@@ -181,6 +183,7 @@ def hash_join(
     policy = AdaptivePolicy(pushdown, threshold=adaptive_threshold)
     pkeys, bkeys = parse_on(on, left_on, right_on)
     src = open_probe(probe, verify, chunk_rows)
+    build = open_build(build)
     bschema = schema_of(build)
     domains = _domains(src, bschema, pkeys, bkeys)
     preds = parse_where(where, src.schema)

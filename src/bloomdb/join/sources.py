@@ -387,9 +387,17 @@ def open_source(obj: Any, verify: bool = True, chunk_rows: int = columnar.DEFAUL
 
 
 def read_all(obj: Any, columns: list[str]) -> pa.Table:
-    """The build side as an Arrow table with just ``columns``."""
+    """The build side as an Arrow table with just ``columns`` (``obj`` as :func:`.dataset.open_build`
+    leaves it)."""
+    import pyarrow.dataset as ds
+
     if isinstance(obj, columnar.ColumnarTable):
         return obj.read(columns)
+    if isinstance(obj, ds.Dataset):
+        try:
+            return obj.to_table(columns=columns)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InvalidArgument(f"cannot read {columns} from the build dataset: {exc}") from exc
     if isinstance(obj, (str, os.PathLike)):
         p = os.fspath(obj)
         if columnar.is_table(p):
@@ -411,7 +419,9 @@ def read_all(obj: Any, columns: list[str]) -> pa.Table:
 
 def schema_of(obj: Any) -> pa.Schema:
     """Schema of a build-side input without reading its data (where the format allows)."""
-    if isinstance(obj, columnar.ColumnarTable):
+    import pyarrow.dataset as ds
+
+    if isinstance(obj, (columnar.ColumnarTable, ds.Dataset)):
         return obj.schema
     if isinstance(obj, (str, os.PathLike)):
         p = os.fspath(obj)

@@ -14,14 +14,17 @@ value of every page.
 What it reads: flat columns (no repetition; required or optional) of physical type INT32, INT64,
 FLOAT or DOUBLE whose Arrow type is an integer, float32/float64, date32, time or timestamp (any
 unit and zone pyarrow reads unconverted) -- :meth:`ParquetColumns.read` gives numpy values --
-and BYTE_ARRAY (string / binary) and FIXED_LEN_BYTE_ARRAY (fixed-size binary, UUID) --
-:meth:`ParquetColumns.read_arrow` gives a pyarrow Array for any of them. Encodings PLAIN,
+and BYTE_ARRAY (string / binary), FIXED_LEN_BYTE_ARRAY (fixed-size binary, UUID, FLOAT16),
+decimals stored as INT32, INT64 or FIXED_LEN_BYTE_ARRAY (decimal128 / decimal256, as pyarrow
+reads them) and INT96 timestamps (timestamp[ns], pyarrow's default, with its wrapping
+arithmetic) -- :meth:`ParquetColumns.read_arrow` gives a pyarrow Array for any of them. Encodings PLAIN,
 dictionary (RLE_DICTIONARY / PLAIN_DICTIONARY), BYTE_STREAM_SPLIT, DELTA_BINARY_PACKED,
 DELTA_LENGTH_BYTE_ARRAY and DELTA_BYTE_ARRAY; data pages v1 and v2; uncompressed or Snappy
 (decoded inside the kernel), or GZIP / ZSTD / BROTLI / LZ4_RAW (pages decompressed by
-``pyarrow.decompress`` first; LZ4 as raw blocks). For anything else (nested columns, decimals,
-float16, INT96, dictionary-typed Arrow columns, BIT_PACKED levels) the read returns None and the
-caller uses ``pyarrow`` -- :meth:`supports` says which columns in advance.
+``pyarrow.decompress`` first; LZ4 as raw blocks). For anything else (nested columns, BYTE_ARRAY
+decimals, decimal32/64, INT96 read in another unit, dictionary-typed Arrow columns, BIT_PACKED
+levels) the read returns None and the caller uses ``pyarrow`` -- :meth:`supports` says which
+columns in advance.
 
 The file is memory-mapped copy-on-write (nothing is ever written back), shared by all threads;
 kernels release the GIL. Damaged bytes raise :class:`~bloomdb.errors.CorruptionError` naming the
@@ -99,15 +102,72 @@ def _byte_type(col, arrow_type: pa.DataType) -> int | None:
     return None
 
 
+_JULIAN_UNIX_EPOCH = 2_440_588  # the Julian day of 1970-01-01 (INT96 timestamps count from it)
+_NS_PER_DAY = 86_400 * 10**9
+
+
+def _converted(col, arrow_type: pa.DataType) -> tuple[str, int] | None:
+    """``(conversion, FIXED_LEN_BYTE_ARRAY width or -1)`` of a column whose stored values become
+    other Arrow values: ``"decimal"`` (INT32 / INT64 unscaled integers, or big-endian two's
+    complement bytes, into decimal128 / decimal256 of the same precision and scale),
+    ``"float16"`` (FLBA(2) little-endian halves) and ``"int96"`` (Impala / Spark timestamps,
+    nanoseconds of the day then the Julian day, into timestamp[ns] as pyarrow reads them by
+    default). None for everything else (decimal32/64, byte-array decimals: left to pyarrow)."""
+    physical = col.physical_type
+    if pa.types.is_decimal128(arrow_type) or pa.types.is_decimal256(arrow_type):
+        if (col.precision, col.scale) != (arrow_type.precision, arrow_type.scale):
+            return None
+        if physical in ("INT32", "INT64"):
+            return "decimal", -1
+        if physical == "FIXED_LEN_BYTE_ARRAY" and 0 < col.length <= arrow_type.byte_width:
+            return "decimal", int(col.length)
+        return None
+    if pa.types.is_float16(arrow_type) and physical == "FIXED_LEN_BYTE_ARRAY" and col.length == 2:
+        return "float16", 2
+    if physical == "INT96" and arrow_type == pa.timestamp("ns"):
+        return "int96", 12
+    return None
+
+
+def _from_fixed(t: pa.DataType, convert: str, rows: np.ndarray, mask, nulls: int) -> pa.Array:
+    """The Arrow array of type ``t`` of FIXED_LEN_BYTE_ARRAY values ``rows`` (uint8, one row per
+    value, zeros at nulls) as ``convert`` (see :func:`_converted`) says. One vectorised pass."""
+    m = rows.shape[0]
+    if convert == "float16":
+        body = np.ascontiguousarray(rows).reshape(-1)
+    elif convert == "int96":
+        nanos = np.ascontiguousarray(rows[:, :8]).view("<u8").reshape(-1)
+        days = np.ascontiguousarray(rows[:, 8:12]).view("<u4").reshape(-1).astype(np.uint64)
+        # pyarrow's arithmetic: unsigned, wrapping modulo 2^64
+        body = (days - np.uint64(_JULIAN_UNIX_EPOCH)) * np.uint64(_NS_PER_DAY) + nanos
+    else:  # decimal: big-endian two's complement, sign-extended into the little-endian decimal
+        w = rows.shape[1]
+        out = np.where((rows[:, :1] >= 0x80) if w else np.zeros((m, 1), np.bool_), np.uint8(0xFF), np.uint8(0))
+        body = np.repeat(out, t.byte_width, axis=1)
+        body[:, :w] = rows[:, ::-1]
+    return pa.Array.from_buffers(t, m, [mask, pa.py_buffer(body)], null_count=nulls)
+
+
+def _decimal_from_ints(t: pa.DataType, values: np.ndarray, valid: np.ndarray | None) -> pa.Array:
+    """A decimal array of type ``t`` of the unscaled integers ``values`` (INT32 / INT64 decimals)."""
+    v = values.astype(np.int64)
+    words = np.repeat((v >> 63)[:, None], t.byte_width // 8, axis=1)
+    words[:, 0] = v
+    nulls = 0 if valid is None else int(valid.shape[0] - np.count_nonzero(valid))
+    mask = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    return pa.Array.from_buffers(t, v.shape[0], [mask, pa.py_buffer(words)], null_count=nulls)
+
+
 class _Column:
     """What the reader needs of one column: its index, widths, level depth, dtypes and Arrow type
-    (``fixed`` >= 0: a byte-string column, FIXED_LEN_BYTE_ARRAY width or 0; -1: fixed-width numbers)."""
+    (``fixed`` >= 0: a byte-string column, FIXED_LEN_BYTE_ARRAY width or 0; -1: fixed-width
+    numbers); ``convert``: how stored values become Arrow values (:func:`_converted`) or None."""
 
-    __slots__ = ("index", "width", "max_def", "stored", "dtype", "arrow", "fixed")
+    __slots__ = ("index", "width", "max_def", "stored", "dtype", "arrow", "fixed", "convert")
 
-    def __init__(self, index, width, max_def, stored, dtype, arrow, fixed=-1):
+    def __init__(self, index, width, max_def, stored, dtype, arrow, fixed=-1, convert=None):
         self.index, self.width, self.max_def, self.stored, self.dtype = index, width, max_def, stored, dtype
-        self.arrow, self.fixed = arrow, fixed
+        self.arrow, self.fixed, self.convert = arrow, fixed, convert
 
 
 def _byte_array(col: _Column, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray) -> pa.Array:
@@ -120,9 +180,11 @@ def _byte_array(col: _Column, offsets: np.ndarray, data: np.ndarray, valid: np.n
     storage = t.storage_type if isinstance(t, pa.BaseExtensionType) else t
     body = pa.py_buffer(data[:int(offsets[-1])])
     if col.fixed > 0:
-        if nulls:  # fixed-size binary keeps ``fixed`` (zero) bytes at a null; the kernel left none
+        if nulls or col.convert:  # fixed-size binary keeps ``fixed`` (zero) bytes at a null; the kernel left none
             full = np.zeros((m, col.fixed), np.uint8)
             full[valid] = data[:int(offsets[-1])].reshape(-1, col.fixed)
+            if col.convert:
+                return _from_fixed(t, col.convert, full, mask, nulls)
             body = pa.py_buffer(full.reshape(-1))
         arr = pa.Array.from_buffers(storage, m, [mask, body], null_count=nulls)
         return pa.ExtensionArray.from_storage(t, arr) if storage is not t else arr
@@ -207,9 +269,16 @@ class ParquetColumns:
                 continue
             if c.max_repetition_level == 0 and c.max_definition_level <= 1 and name in self._arrow.names:
                 t = self._arrow.field(name).type
-                dt = _storage_dtype(c, t) if c.physical_type in _WIDTH else None
-                fixed = _byte_type(c, t) if dt is None else None
-                if dt is not None:
+                conv = _converted(c, t)
+                dt = _storage_dtype(c, t) if c.physical_type in _WIDTH and conv is None else None
+                fixed = _byte_type(c, t) if dt is None and conv is None else None
+                if conv is not None and conv[1] < 0:  # INT32 / INT64 decimals: numbers, then converted
+                    stored = np.dtype("<i4" if c.physical_type == "INT32" else "<i8")
+                    col = _Column(i, _WIDTH[c.physical_type], c.max_definition_level, stored, np.dtype("<i8"), t,
+                                  convert=conv[0])
+                elif conv is not None:
+                    col = _Column(i, 0, c.max_definition_level, None, None, t, conv[1], conv[0])
+                elif dt is not None:
                     col = _Column(i, _WIDTH[c.physical_type], c.max_definition_level, dt[0], dt[1], t)
                 elif fixed is not None:
                     col = _Column(i, 0, c.max_definition_level, None, None, t, fixed)
@@ -222,7 +291,8 @@ class ParquetColumns:
 
     def supports(self, column: str, row_group: int | None = None) -> bool:
         """Whether :meth:`read_arrow` decodes ``column`` itself (of ``row_group``'s codec, when
-        given); :meth:`read` then does too unless it is a byte-string column."""
+        given); :meth:`read` then does too unless it is a byte-string, decimal, float16 or INT96
+        column (those come as Arrow arrays only)."""
         col = self._column(column)
         if col is None:
             return False
@@ -262,8 +332,12 @@ class ParquetColumns:
         Cost: the page headers, the dictionary page and the pages holding wanted rows.
         """
         col = self._column(column)
-        if col is None or col.fixed >= 0:
+        if col is None or col.fixed >= 0 or col.convert:
             return None
+        return self._numbers(row_group, column, col, positions)
+
+    def _numbers(self, row_group: int, column: str, col: _Column, positions: np.ndarray | None):
+        """:meth:`read` of a fixed-width column (its stored numbers, before any conversion)."""
         got = self._prepare(row_group, column, col, positions)
         if got is None or got[0].shape[0] == 0:
             return None if got is None else (np.zeros(0, col.dtype), None)
@@ -296,10 +370,12 @@ class ParquetColumns:
         if col is None:
             return None
         if col.fixed < 0:
-            got = self.read(row_group, column, positions)
+            got = self._numbers(row_group, column, col, positions)
             if got is None:
                 return None
             values, valid = got
+            if col.convert:
+                return _decimal_from_ints(col.arrow, values, valid)
             return pa.array(values, type=col.arrow, mask=None if valid is None else ~valid)
         got = self._prepare(row_group, column, col, positions)
         if got is None:
