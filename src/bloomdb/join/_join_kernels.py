@@ -326,3 +326,15 @@ def fill_from_groups(groups, group_start, grouped, grouped_valid, use_valid, out
             out_valid[o] = grouped_valid[r] if use_valid else True
             o += 1
     return o
+
+
+@njit(cache=True, nogil=True)
+def repeat_values(values, counts, out):
+    """``out`` = each ``values[j]`` ``counts[j]`` times, in order (``np.repeat`` without the GIL)."""
+    o = 0
+    for j in range(values.shape[0]):
+        v = values[j]
+        for _ in range(counts[j]):
+            out[o] = v
+            o += 1
+    return o

@@ -56,7 +56,14 @@ def repeat(arr: pa.Array, counts: np.ndarray | None) -> pa.Array:
     if fixed is None:
         return arr.take(pa.array(np.repeat(np.arange(len(arr), dtype=np.int64), counts)))
     values, valid = fixed
-    return from_numpy(arr.type, np.repeat(values, counts), None if valid is None else np.repeat(valid, counts))
+    total = int(counts.sum())
+    return from_numpy(arr.type, _repeat(values, counts, total), None if valid is None else _repeat(valid, counts, total))
+
+
+def _repeat(values: np.ndarray, counts: np.ndarray, total: int) -> np.ndarray:
+    out = np.empty(total, values.dtype)
+    K.repeat_values(values, counts, out)
+    return out
 
 
 class GroupedColumn:
@@ -85,4 +92,4 @@ class GroupedColumn:
         use_valid = self.valid is not None
         K.fill_from_groups(groups, group_start, self.values, self.valid if use_valid else _NO_VALID, use_valid,
                            out, out_valid)
-        return from_numpy(self.type, out, out_valid)
+        return from_numpy(self.type, out, out_valid if use_valid or groups.shape[0] and groups.min() < 0 else None)

@@ -403,7 +403,7 @@ class DB:
         mem, imm, ver = state = self._state
         if snapshot is None:
             snap = MAX_SEQ
-            found = list(map(mem.latest.get, keys))
+            found = list(map(mem.latest.get, keys)) if mem.latest else [None] * n  # an empty memtable: no pass
             if imm is not None:
                 get = imm.latest.get
                 found = [e if e is not None else get(k) for k, e in zip(keys, found)]

@@ -36,7 +36,7 @@ import itertools
 import threading
 
 from ..errors import InvalidArgument, StoreClosed
-from . import scan
+from . import scan, seek
 
 #: Entries kept behind the cursor when a new round is loaded (so a step back is free).
 WINDOW = 1024
@@ -86,16 +86,16 @@ class View:
         self.version = version
         self.snap = snap
         self.hide = hide
-        self.tables = [[r.table for r in level] for level in version.levels]
         if prefix is not None:
             name, p, counters, a, b = prefix
-            self.tables = [[t for t in level if not ((b is not None and t.min_key >= b) or t.max_key < a)]
-                           for level in self.tables]
+            self.tables = seek.overlapping(version, a, b)
             n = sum(map(len, self.tables))
             keep = iter(version.prefix_filters(name).may_match([t for level in self.tables for t in level], p))
             self.tables = [[t for t in level if next(keep)] for level in self.tables]
             counters["prefix_checks"] += n
             counters["prefix_skips"] += n - sum(map(len, self.tables))
+        else:
+            self.tables = [[r.table for r in level] for level in version.levels]
 
     def sources(self, a, b, reverse: bool, first_blocks: int | None):
         """Merge inputs (newest first) for keys in ``[a, b)``, read in ``reverse`` or key order."""
@@ -111,10 +111,15 @@ class View:
         return inputs
 
     def rounds(self, a, b, reverse: bool, values: bool, first_blocks: int | None = 1):
-        """:func:`.scan.visible_rounds` over ``[a, b)``."""
+        """:func:`.scan.visible_rounds` over ``[a, b)``; a cursor's forward run (``first_blocks``
+        1) starts with the short first round of :mod:`.seek`."""
         if a is not None and b is not None and a >= b:
             return iter(())
-        return scan.visible_rounds(self.sources(a, b, reverse, first_blocks), a, b, reverse, self.snap, values, self.hide)
+        if reverse or first_blocks != 1:
+            return scan.visible_rounds(self.sources(a, b, reverse, first_blocks), a, b, reverse, self.snap, values,
+                                       self.hide)
+        return seek.rounds(self, a, b, values, lambda x: scan.visible_rounds(
+            self.sources(x, b, False, 1), x, b, False, self.snap, values, self.hide))
 
 
 class Iterator:

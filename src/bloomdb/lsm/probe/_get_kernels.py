@@ -34,7 +34,7 @@ from .layout import C_BLOCKS, C_FOUND, C_LOOKUPS, S_TBUF, S_TCHK, S_TIDX, S_TIDX
 MISSING, VALUE, DELETED, ASK, READ, CHECK = 0, 1, 2, 3, 4, 5
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _lookup(d, u64, w32, u16, u8, h, key, kstart, klen, kview, snap, start):
     """``(status, slot, value offset, value length)`` for the key ``key[kstart:kstart+klen]``
     (``kview``: the same bytes as one array or bytes object), from slot ``start`` on."""
