@@ -9,6 +9,12 @@ through :func:`.compaction.executor.run`. What a task changes is installed by it
 the store's writes (``DB._fail``). It works under the store's lock and condition variable:
 writers wait on it for room, the thread waits on it for work.
 
+The thread starts on the first wake-up that may have work for it (LevelDB's ``Env::Schedule``
+starts its thread the same way): a store opened with nothing to flush or compact runs no thread
+until a write fills a memtable, a snapshot's release is followed by a wake-up, or
+``wait_for_compactions`` asks. Starting a thread waits until the OS runs it -- tens of
+milliseconds on a loaded machine -- which a store opened to be read never pays.
+
 Cost: ``pick`` is O(tables) per wake-up; a task's cost is the executor's (numba kernels that
 release the GIL, so a compaction barely slows the writer).
 """
@@ -34,29 +40,61 @@ class TaskContext:
         self.new_file_number = db._new_file_number
 
 
+class WakingCondition(threading.Condition):
+    """The store's condition variable (over its lock): every notify first starts the background
+    thread if it has not started (:meth:`Background.ensure_started`), so whatever wakes the
+    thread for work finds it running."""
+
+    def __init__(self, lock, bg: "Background"):
+        super().__init__(lock)
+        self._bg = bg
+
+    def notify(self, n: int = 1) -> None:
+        self._bg.ensure_started()
+        super().notify(n)
+
+    def notify_all(self) -> None:
+        self._bg.ensure_started()
+        super().notify_all()
+
+
 class Background:
-    """Flushes and compactions of ``db`` (a :class:`~.db.DB`); ``threaded``: in a daemon thread."""
+    """Flushes and compactions of ``db`` (a :class:`~.db.DB`); ``threaded``: in a daemon thread,
+    started on the first wake-up (see the module's docstring). :attr:`cond` is the store's
+    condition variable over ``db._lock``."""
 
     def __init__(self, db, threaded: bool):
         self.db = db
         self.compact_pointers: dict[int, bytes] = {}
         self.compaction_lock = threading.Lock()  # one compaction at a time (thread or manual)
         self.thread = None
+        self.started = False
         if threaded:
             self.thread = threading.Thread(target=self._loop, name=f"bloomdb-lsm:{db.path}", daemon=True)
+            self.cond = WakingCondition(db._lock, self)
+        else:
+            self.cond = threading.Condition(db._lock)
 
     def start(self) -> None:
-        """Start the thread (or, inline, run the compactions the opened store needs)."""
+        """The opened store runs: inline, the compactions it needs now; threaded, the thread
+        starts now only if a flush or compaction is due (else on the first wake-up)."""
         if self.thread is None:
             self.compact_inline()
             return
-        self.thread.start()
         with self.db._lock:
-            self.db._cond.notify_all()
+            if self.db._imm is not None or self.pick() is not None:
+                self.db._cond.notify_all()
+
+    def ensure_started(self) -> None:
+        """Start the thread unless it started already or the store is closing (the caller holds
+        ``db._lock``, so two callers never both start it)."""
+        if not self.started and self.thread is not None and not self.db._closing:
+            self.started = True
+            self.thread.start()
 
     def stop(self) -> None:
         """Wait for the thread to end (the caller set ``db._closing`` and notified)."""
-        if self.thread is not None:
+        if self.started:
             self.thread.join()
 
     # -- scheduling ---------------------------------------------------------------------------
