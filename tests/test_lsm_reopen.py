@@ -140,7 +140,7 @@ def test_acknowledged_writes_survive_kills_across_resumed_logs(tmp_path):
 
 
 def _lsm_threads(p) -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == f"bloomdb-lsm:{p}"]
+    return [t for t in threading.enumerate() if t.name in (f"bloomdb-lsm:{p}", f"bloomdb-lsm-flush:{p}")]
 
 
 def test_the_background_thread_starts_with_the_first_work(tmp_path):
@@ -154,7 +154,7 @@ def test_the_background_thread_starts_with_the_first_work(tmp_path):
         assert db.get(b"k005") == b"v"
         for i in range(2000):  # fills memtables: the first switch starts the thread
             db.put(b"w%05d" % i, b"x" * 40)
-        assert len(_lsm_threads(p)) == 1
+        assert len(_lsm_threads(p)) == 2  # the flush thread and the compaction thread
         db.wait_for_compactions()
         assert sum(db.stats()["tables_per_level"]) >= 1
         assert db.get(b"w01999") == b"x" * 40

@@ -121,7 +121,7 @@ class DB:
         self._iterators: weakref.WeakSet = weakref.WeakSet()
         self._vs = VersionSet(self._fs, path, self._cache)
         self._bg = Background(self, options.background_compaction and not read_only)
-        self._cond = self._bg.cond  # its notifies start the background thread when it has not started
+        self._cond = self._bg.cond  # its notifies start the background threads when they have not started
         opening.open_store(self, read_only)  # recovery, or a read-only load; errors name the path
         if not read_only:
             self._bg.start()
