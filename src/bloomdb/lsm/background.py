@@ -15,6 +15,12 @@ the store's lock) against the version current then. A failure in either stops th
 (``DB._fail``). Both wait on the store's condition variable: writers wait on it for room, the
 threads for work.
 
+The threads start on the first wake-up that may have work for them (LevelDB's ``Env::Schedule``
+starts its thread the same way): a store opened with nothing to flush or compact runs no thread
+until a write fills a memtable, a snapshot's release is followed by a wake-up, or
+``wait_for_compactions`` asks. Starting a thread waits until the OS runs it -- tens of
+milliseconds on a loaded machine -- which a store opened to be read never pays.
+
 Cost: ``pick`` is O(tables) per wake-up; a task's cost is the executor's (numba kernels that
 release the GIL for the bulk of the work).
 """
@@ -40,8 +46,28 @@ class TaskContext:
         self.new_file_number = db._new_file_number
 
 
+class WakingCondition(threading.Condition):
+    """The store's condition variable (over its lock): every notify first starts the background
+    threads if they have not started (:meth:`Background.ensure_started`), so whatever wakes the
+    thread for work finds it running."""
+
+    def __init__(self, lock, bg: "Background"):
+        super().__init__(lock)
+        self._bg = bg
+
+    def notify(self, n: int = 1) -> None:
+        self._bg.ensure_started()
+        super().notify(n)
+
+    def notify_all(self) -> None:
+        self._bg.ensure_started()
+        super().notify_all()
+
+
 class Background:
-    """Flushes and compactions of ``db`` (a :class:`~.db.DB`); ``threaded``: in a daemon thread."""
+    """Flushes and compactions of ``db`` (a :class:`~.db.DB`); ``threaded``: in two daemon
+    threads, started on the first wake-up (see the module's docstring). :attr:`cond` is the store's
+    condition variable over ``db._lock``."""
 
     def __init__(self, db, threaded: bool):
         self.db = db
@@ -49,25 +75,37 @@ class Background:
         self.compaction_lock = threading.Lock()  # one compaction at a time (thread or manual)
         self.thread = None  # the compaction thread (None: inline work)
         self.flusher = None
+        self.started = False
         if threaded:
             self.thread = threading.Thread(target=self._compact_loop, name=f"bloomdb-lsm:{db.path}", daemon=True)
             self.flusher = threading.Thread(target=self._flush_loop, name=f"bloomdb-lsm-flush:{db.path}", daemon=True)
+            self.cond = WakingCondition(db._lock, self)
+        else:
+            self.cond = threading.Condition(db._lock)
 
     def start(self) -> None:
-        """Start the threads (or, inline, run the compactions the opened store needs)."""
+        """The opened store runs: inline, the compactions it needs now; threaded, the threads
+        start now only if a flush or compaction is due (else on the first wake-up)."""
         if self.thread is None:
             self.compact_inline()
             return
-        self.flusher.start()
-        self.thread.start()
         with self.db._lock:
-            self.db._cond.notify_all()
+            if self.db._imm is not None or self.pick() is not None:
+                self.db._cond.notify_all()
+
+    def ensure_started(self) -> None:
+        """Start the threads unless they started already or the store is closing (the caller holds
+        ``db._lock``, so two callers never both start it)."""
+        if not self.started and self.thread is not None and not self.db._closing:
+            self.started = True
+            self.flusher.start()
+            self.thread.start()
 
     def stop(self) -> None:
         """Wait for the threads to end (the caller set ``db._closing`` and notified): the flush
         thread writes a pending immutable memtable first; the compaction thread stops after its
-        current task."""
-        if self.thread is not None:
+        current task. Threads that never started have nothing to do."""
+        if self.started:
             self.flusher.join()
             self.thread.join()
 

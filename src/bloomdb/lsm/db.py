@@ -108,7 +108,6 @@ class DB:
         self.options = options
         self._fs = options.fs or RealFS()
         self._lock = threading.RLock()
-        self._cond = threading.Condition(self._lock)
         self._snapshots: Counter = Counter()
         self._keep_old = False  # a snapshot is live: memtables keep the versions they replace
         self._bg_error: BaseException | None = None
@@ -122,6 +121,7 @@ class DB:
         self._iterators: weakref.WeakSet = weakref.WeakSet()
         self._vs = VersionSet(self._fs, path, self._cache)
         self._bg = Background(self, options.background_compaction and not read_only)
+        self._cond = self._bg.cond  # its notifies start the background threads when they have not started
         opening.open_store(self, read_only)  # recovery, or a read-only load; errors name the path
         if not read_only:
             self._bg.start()
