@@ -40,6 +40,8 @@ from .memtable import ENTRY_OVERHEAD, MemTable
 from .options import MAX_LEVELS, Options
 from .probe import layout
 from .probe.lookup import Reads
+from .probe import lookup as _lookup
+from .probe._get_kernels import ASK as _ASK, VALUE as _VALUE
 from .sstable import DELETED, MISSING
 from .cache import cache_stats, make_cache
 from .version import TableRef, Version
@@ -397,6 +399,15 @@ class DB:
             e = mem.latest.get(key)
             if e is None and imm is not None:
                 e = imm.latest.get(key)
+            if e is None:  # the common read: one kernel call, no Python frame in between
+                p = ver._probe or ver.probe()
+                st, s, a, n = _lookup.newest(p[0], key)
+                if st == _VALUE:
+                    return p[1][s][a : a + n]
+                if st < _ASK:  # missing or deleted
+                    return default
+                r = self._reads.finish(ver, key, MAX_SEQ, st, s, a)
+                return default if r is MISSING or r is DELETED else r
             snap = MAX_SEQ
         else:
             snap = snapshot.seq
