@@ -52,3 +52,14 @@ def check_arrow(path, seed: int = 0, declined: tuple = (), expect=None) -> int:
                     assert got.equals(want), (name, g, positions)
                     reads += 1
     return reads
+
+
+def varint(x: int) -> bytes:
+    """``x`` (>= 0) as a ULEB128 varint (Thrift's and the hybrid encoding's run headers)."""
+    out = bytearray()
+    while True:
+        b = x & 0x7F
+        x >>= 7
+        out.append(b | (0x80 if x else 0))
+        if not x:
+            return bytes(out)

@@ -141,3 +141,34 @@ def test_lookup_many_agrees_with_lookup(tmp_path):
         G.lookup_many(d, data, off, MAX_SEQ, *outs)
         one = [G.lookup(d, k, MAX_SEQ, 0) for k in probes]
         assert [tuple(int(o[i]) for o in outs) for i in range(len(probes))] == [tuple(x) for x in one]
+
+
+def test_the_plain_get_entry_answers_like_lookup_and_refuses_wrong_types(tmp_path):
+    """``DB.get``'s own kernel call (:func:`probe.lookup.newest`: ``lookup_newest`` through its
+    compiled entry, no dispatcher) answers like ``lookup`` as of now, for values, deletions,
+    missing keys and slots handed over; a key that is not bytes raises, never crashes."""
+    from bloomdb.lsm.probe import lookup as L
+
+    rng = random.Random(11)
+    o = small_options(background_compaction=False)
+    assert G.NEWEST == MAX_SEQ
+    with DB.open(tmp_path / "db", o) as db:
+        model = _fill(db, rng, 4000, 2000)
+        db.flush()
+    with DB.open(tmp_path / "db", o) as db:
+        ver = db._state[2]
+        probes = [b"k%06d" % i for i in range(2000)] + [b"k%06d." % i for i in range(300)] + [b"", b"zz"]
+        d, _ = ver.probe()
+        first = [tuple(L.newest(d, k)) for k in probes]  # cold: ASK/CHECK hand-overs included
+        assert first == [tuple(G.lookup(d, k, MAX_SEQ, 0)) for k in probes]
+        assert {st for st, *_ in first} & {G.ASK, G.CHECK, G.READ}
+        assert [db.get(k) for k in probes] == [model.get(k) for k in probes]
+        d, _ = ver.refresh_probe()
+        warm = [tuple(L.newest(d, k)) for k in probes]
+        assert warm == [tuple(G.lookup(d, k, MAX_SEQ, 0)) for k in probes]
+        assert {st for st, *_ in warm} >= {G.VALUE, G.MISSING}
+        assert L.newest is not G.lookup_newest  # the compiled entry took the name's place
+        for bad in ("k000001", 7, None):
+            with pytest.raises(TypeError):
+                L.newest(d, bad)
+        assert [db.get(k) for k in probes] == [model.get(k) for k in probes]

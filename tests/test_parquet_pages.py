@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from bloomdb.errors import CorruptionError, InvalidArgument
 from bloomdb.parquet import ParquetColumns
 
-from parquet_helpers import flipped_copy
+from parquet_helpers import flipped_copy, varint
 from bloomdb.parquet import _header_kernels as H
 from bloomdb.parquet import _snappy_kernels as S
 
@@ -258,14 +258,7 @@ def test_dictionary_entry_count_beyond_its_page_is_corruption(tmp_path):
 
 
 def _zigzag_varint(v: int) -> bytes:
-    z = (v << 1) ^ (v >> 63)
-    out = bytearray()
-    while True:
-        b = z & 0x7F
-        z >>= 7
-        out.append(b | (0x80 if z else 0))
-        if not z:
-            return bytes(out)
+    return varint(((v << 1) ^ (v >> 63)) & ((1 << 64) - 1))
 
 
 # ---- valid files are never called corrupt ----------------------------------------------------

@@ -328,17 +328,6 @@ def scatter_groups(pos, groups, out):
 
 
 @njit(cache=True, nogil=True)
-def is_iota(positions, n):
-    """Whether ``positions`` is exactly ``0, 1, ..., n-1`` (stops at the first row that is not)."""
-    if positions.shape[0] != n:
-        return False
-    for j in range(n):
-        if positions[j] != j:
-            return False
-    return True
-
-
-@njit(cache=True, nogil=True)
 def fill_groups_bitmap(groups, group_start, grouped, grouped_valid, use_valid, out, bits):
     """For each result probe row's key group ``groups[j]``: the values ``grouped[start[g]:start[g+1]]``
     (a build column in group order, so a key's build rows are one contiguous run), or one null

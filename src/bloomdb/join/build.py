@@ -101,6 +101,7 @@ class BuildSide:
         self.group_rows = _ro(rows[order])  # build rows, grouped, in build order within a group
         counts = np.bincount(row_group, minlength=self.groups).astype(np.int64)
         self.group_count = _ro(counts)
+        self.unique = self.groups == n  # no build key repeats: every match is one result row
         start = np.zeros(self.groups + 1, np.int64)
         np.cumsum(counts, out=start[1:])
         self.group_start = _ro(start)

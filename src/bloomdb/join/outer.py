@@ -57,7 +57,7 @@ def probe_weights(bs: BuildSide, how: str, pos: np.ndarray, grp: np.ndarray,
     if how == "anti":
         return unmatched, None
     if unmatched.shape[0] == 0:
-        return pos, bs.group_count[grp]
+        return pos, (None if bs.unique else bs.group_count[grp])
     return _merge(bs, pos, grp, unmatched, False)
 
 

@@ -1,16 +1,28 @@
-"""The store's background work: when to flush and compact, and the thread that does it (LevelDB's
+"""The store's background work: when to flush and compact, and the threads that do it (LevelDB's
 ``MaybeScheduleCompaction`` / ``BackgroundCall`` half of ``db_impl``).
 
-:class:`Background` owns the scheduling -- the compaction thread (or inline work in the writer
-with ``Options(background_compaction=False)``), the policy call (:func:`.compaction.policy.pick`)
-and its round-robin compact pointers, manual ``compact_range`` tasks -- and runs each task
-through :func:`.compaction.executor.run`. What a task changes is installed by its store
-(``DB._install``: the manifest through the version set, then one state swap); a failure stops
-the store's writes (``DB._fail``). It works under the store's lock and condition variable:
-writers wait on it for room, the thread waits on it for work.
+:class:`Background` owns the scheduling -- two threads (or inline work in the writer with
+``Options(background_compaction=False)``): a *flush* thread that writes each immutable memtable
+to an L0 table as soon as it exists, and a *compaction* thread that runs the policy's tasks
+(:func:`.compaction.policy.pick`, its round-robin compact pointers, manual ``compact_range``
+tasks) through :func:`.compaction.executor.run`. A flush never queues behind a compaction (a
+compaction of L0 and L1 takes many memtables' worth of time; LevelDB gets the same by checking for
+an immutable memtable between the keys of a compaction): a writer that filled its memtable waits
+for the previous flush only, not for the compaction running beside it. The two may run at once:
+a flush only adds an L0 table newer than anything a compaction reads, and each edit is installed
+by its store (``DB._install``: the manifest through the version set, then one state swap, under
+the store's lock) against the version current then. A failure in either stops the store's writes
+(``DB._fail``). Both wait on the store's condition variable: writers wait on it for room, the
+threads for work.
+
+The threads start on the first wake-up that may have work for them (LevelDB's ``Env::Schedule``
+starts its thread the same way): a store opened with nothing to flush or compact runs no thread
+until a write fills a memtable, a snapshot's release is followed by a wake-up, or
+``wait_for_compactions`` asks. Starting a thread waits until the OS runs it -- tens of
+milliseconds on a loaded machine -- which a store opened to be read never pays.
 
 Cost: ``pick`` is O(tables) per wake-up; a task's cost is the executor's (numba kernels that
-release the GIL, so a compaction barely slows the writer).
+release the GIL for the bulk of the work).
 """
 
 from __future__ import annotations
@@ -34,29 +46,67 @@ class TaskContext:
         self.new_file_number = db._new_file_number
 
 
+class WakingCondition(threading.Condition):
+    """The store's condition variable (over its lock): every notify first starts the background
+    threads if they have not started (:meth:`Background.ensure_started`), so whatever wakes the
+    thread for work finds it running."""
+
+    def __init__(self, lock, bg: "Background"):
+        super().__init__(lock)
+        self._bg = bg
+
+    def notify(self, n: int = 1) -> None:
+        self._bg.ensure_started()
+        super().notify(n)
+
+    def notify_all(self) -> None:
+        self._bg.ensure_started()
+        super().notify_all()
+
+
 class Background:
-    """Flushes and compactions of ``db`` (a :class:`~.db.DB`); ``threaded``: in a daemon thread."""
+    """Flushes and compactions of ``db`` (a :class:`~.db.DB`); ``threaded``: in two daemon
+    threads, started on the first wake-up (see the module's docstring). :attr:`cond` is the store's
+    condition variable over ``db._lock``."""
 
     def __init__(self, db, threaded: bool):
         self.db = db
         self.compact_pointers: dict[int, bytes] = {}
         self.compaction_lock = threading.Lock()  # one compaction at a time (thread or manual)
-        self.thread = None
+        self.thread = None  # the compaction thread (None: inline work)
+        self.flusher = None
+        self.started = False
         if threaded:
-            self.thread = threading.Thread(target=self._loop, name=f"bloomdb-lsm:{db.path}", daemon=True)
+            self.thread = threading.Thread(target=self._compact_loop, name=f"bloomdb-lsm:{db.path}", daemon=True)
+            self.flusher = threading.Thread(target=self._flush_loop, name=f"bloomdb-lsm-flush:{db.path}", daemon=True)
+            self.cond = WakingCondition(db._lock, self)
+        else:
+            self.cond = threading.Condition(db._lock)
 
     def start(self) -> None:
-        """Start the thread (or, inline, run the compactions the opened store needs)."""
+        """The opened store runs: inline, the compactions it needs now; threaded, the threads
+        start now only if a flush or compaction is due (else on the first wake-up)."""
         if self.thread is None:
             self.compact_inline()
             return
-        self.thread.start()
         with self.db._lock:
-            self.db._cond.notify_all()
+            if self.db._imm is not None or self.pick() is not None:
+                self.db._cond.notify_all()
+
+    def ensure_started(self) -> None:
+        """Start the threads unless they started already or the store is closing (the caller holds
+        ``db._lock``, so two callers never both start it)."""
+        if not self.started and self.thread is not None and not self.db._closing:
+            self.started = True
+            self.flusher.start()
+            self.thread.start()
 
     def stop(self) -> None:
-        """Wait for the thread to end (the caller set ``db._closing`` and notified)."""
-        if self.thread is not None:
+        """Wait for the threads to end (the caller set ``db._closing`` and notified): the flush
+        thread writes a pending immutable memtable first; the compaction thread stops after its
+        current task. Threads that never started have nothing to do."""
+        if self.started:
+            self.flusher.join()
             self.thread.join()
 
     # -- scheduling ---------------------------------------------------------------------------
@@ -68,25 +118,41 @@ class Background:
         smallest = min(db._snapshots) if db._snapshots else db._seq
         return policy.pick(shape, self.compact_pointers, o.level0_trigger, o.level1_bytes, o.level_ratio, smallest)
 
-    def _loop(self) -> None:
+    def _flush_loop(self) -> None:
         db = self.db
         while True:
             with db._lock:
-                while not db._closing and db._bg_error is None and db._imm is None and self.pick() is None:
+                while not db._closing and db._bg_error is None and db._imm is None:
                     db._cond.wait()
-                if db._bg_error is not None or (db._closing and db._imm is None):
+                if db._bg_error is not None or db._imm is None:  # an error, or closing with nothing to flush
                     db._cond.notify_all()
                     return
-            try:
-                if db._imm is not None:
-                    db._flush_imm()
-                elif not db._closing:
-                    self.compact_once()
-            except BaseException as e:  # noqa: BLE001 - reported to writers
-                with db._lock:
-                    db._bg_error = e
-                    db._cond.notify_all()
+            if not self._guard(db._flush_imm):
                 return
+
+    def _compact_loop(self) -> None:
+        db = self.db
+        while True:
+            with db._lock:
+                while not db._closing and db._bg_error is None and self.pick() is None:
+                    db._cond.wait()
+                if db._bg_error is not None or db._closing:
+                    db._cond.notify_all()
+                    return
+            if not self._guard(self.compact_once):
+                return
+
+    def _guard(self, step) -> bool:
+        """Run ``step``; on a failure record it for the writers (``False``: the thread ends)."""
+        db = self.db
+        try:
+            step()
+            return True
+        except BaseException as e:  # noqa: BLE001 - reported to writers
+            with db._lock:
+                db._bg_error = e
+                db._cond.notify_all()
+            return False
 
     def compact_inline(self) -> None:
         """Run every compaction the policy asks for now, in the caller."""

@@ -40,6 +40,8 @@ from .memtable import ENTRY_OVERHEAD, MemTable
 from .options import MAX_LEVELS, Options
 from .probe import layout
 from .probe.lookup import Reads
+from .probe import lookup as _lookup
+from .probe._get_kernels import ASK as _ASK, VALUE as _VALUE
 from .sstable import DELETED, MISSING
 from .cache import cache_stats, make_cache
 from .version import TableRef, Version
@@ -108,7 +110,6 @@ class DB:
         self.options = options
         self._fs = options.fs or RealFS()
         self._lock = threading.RLock()
-        self._cond = threading.Condition(self._lock)
         self._snapshots: Counter = Counter()
         self._keep_old = False  # a snapshot is live: memtables keep the versions they replace
         self._bg_error: BaseException | None = None
@@ -122,6 +123,7 @@ class DB:
         self._iterators: weakref.WeakSet = weakref.WeakSet()
         self._vs = VersionSet(self._fs, path, self._cache)
         self._bg = Background(self, options.background_compaction and not read_only)
+        self._cond = self._bg.cond  # its notifies start the background threads when they have not started
         opening.open_store(self, read_only)  # recovery, or a read-only load; errors name the path
         if not read_only:
             self._bg.start()
@@ -139,8 +141,11 @@ class DB:
 
     def _new_file_number(self) -> int:
         """A new file number reserved by a durable manifest (:meth:`VersionSet.new_file_number`);
-        a failed manifest write stops writes (:meth:`_fail`) and raises."""
+        a failed manifest write stops writes (:meth:`_fail`) and raises. Waits while an edit's
+        manifest is being written if the number needs a manifest write of its own."""
         with self._lock:
+            while self._vs.writing and self._vs.needs_reservation():
+                self._cond.wait()
             try:
                 return self._vs.new_file_number(self._seq)
             except BaseException as e:
@@ -290,6 +295,9 @@ class DB:
                 else:
                     self._cond.wait()
                 continue
+            if self._vs.writing and self._vs.needs_reservation():  # the switch's log number waits for it
+                self._cond.wait()
+                continue
             self._switch_memtable()
             if self._bg.thread is None:
                 self._flush_imm()
@@ -318,9 +326,7 @@ class DB:
         if imm is None:
             return
         try:
-            ref = self._write_table(imm, 0)
-            with self._lock:
-                self._install(set(), [ref], drop_imm=True)
+            self._install(set(), [self._write_table(imm, 0)], drop_imm=True)
         except BaseException as e:
             self._fail(e)
             raise opening.as_store_error(self.path, e, opening=False)
@@ -333,13 +339,29 @@ class DB:
             self._cond.notify_all()
 
     def _install(self, deleted: set[int], added: list[TableRef], drop_imm: bool = False) -> None:
-        """Make the edit durable (manifest) and visible (one state swap); then delete old files."""
+        """Make the edit durable (manifest), then visible (one state swap); then delete old files.
+        The manifest is written outside the store's lock (writers go on meanwhile; one edit at a
+        time, :meth:`VersionSet.prepare`); what it records was taken under the lock."""
+        vs = self._vs
         with self._lock:
+            while vs.writing:
+                self._cond.wait()
+            if self._bg_error is not None:  # the other thread failed meanwhile: nothing is built on it
+                raise BloomDBError(f"{self.path}: the store stopped after an I/O error: {self._bg_error!r}")
             # logs older than the oldest unflushed memtable's are obsolete (not the current
             # memtable's: a compaction may finish while an immutable memtable awaits its flush)
             live_log = self._mem.log_number if (drop_imm or self._imm is None) else self._imm.log_number
-            old = self._vs.log_and_apply(deleted, added, live_log, self._seq)
-            new = self._vs.current
+            edit = vs.prepare(deleted, added, live_log, self._seq)
+        try:
+            vs.write_edit(edit)
+        except BaseException:
+            with self._lock:
+                vs.abort(edit)
+                self._cond.notify_all()
+            raise
+        with self._lock:
+            old = vs.commit(edit)
+            new = vs.current
             if old._probe is not None:
                 self._probe_base += old.refresh_probe()[0][layout.COUNTERS]
             imm = self._imm
@@ -349,7 +371,7 @@ class DB:
             if drop_imm and imm is not None:
                 self._fs.remove(self._file(f"{imm.log_number:06d}.log"))
             self._cond.notify_all()
-        self._vs.remove_tables(deleted, old, new)
+        vs.remove_tables(deleted, old, new)
 
     def _release_snapshot(self, seq: int) -> None:
         with self._lock:
@@ -377,6 +399,15 @@ class DB:
             e = mem.latest.get(key)
             if e is None and imm is not None:
                 e = imm.latest.get(key)
+            if e is None:  # the common read: one kernel call, no Python frame in between
+                p = ver._probe or ver.probe()
+                st, s, a, n = _lookup.newest(p[0], key)
+                if st == _VALUE:
+                    return p[1][s][a : a + n]
+                if st < _ASK:  # missing or deleted
+                    return default
+                r = self._reads.finish(ver, key, MAX_SEQ, st, s, a)
+                return default if r is MISSING or r is DELETED else r
             snap = MAX_SEQ
         else:
             snap = snapshot.seq
@@ -471,15 +502,19 @@ class DB:
     def flush(self) -> None:
         """Write the memtable to an L0 table now (and wait for it)."""
         with self._lock:
-            self._check_writable()
-            while self._imm is not None:
-                if self._bg.thread is None:
-                    self._flush_imm()
-                else:
+            while True:
+                self._check_writable()
+                if self._imm is not None:
+                    if self._bg.thread is None:
+                        self._flush_imm()
+                    else:
+                        self._cond.wait()
+                elif len(self._mem) == 0:
+                    return
+                elif self._vs.writing and self._vs.needs_reservation():  # see _make_room
                     self._cond.wait()
-                    self._check_writable()
-            if len(self._mem) == 0:
-                return
+                else:
+                    break
             self._switch_memtable()
             if self._bg.thread is None:
                 self._flush_imm()

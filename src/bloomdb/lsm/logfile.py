@@ -11,8 +11,10 @@ an ``OSError`` (ENOSPC) at the reservation, never a ``SIGBUS`` on a write into t
 reserved tail stays zero bytes, which :func:`.wal.read_log` reads as the log's end (no record
 starts with zeros: its length field is at least 12). The file is never cut back, not even at
 close: a checkpoint or a read-only process may hold a map of it, and touching a mapped page past
-a truncated end kills the process (SIGBUS). A log that already holds bytes is appended to with
-plain writes (:class:`.fs.RealFile`): its end is known only by reading it.
+a truncated end kills the process (SIGBUS). A log recovery read to a clean end (its records,
+then zeros only: :func:`.wal.read_log`'s ``ends``) is mapped again and appended to from the end
+of its records (``at``), so a reopened store keeps writing to its newest log (LevelDB's
+``reuse_logs``).
 
 Cost: one ``memcpy`` per record; one ``posix_fallocate`` + ``mremap`` per ``CHUNK`` (1 MiB) of
 log; at most one chunk of zeros per log on disk (logs are deleted once their memtable is
@@ -33,15 +35,22 @@ class MappedLogFile:
     raises ``ValueError`` without writing anything when the record does not fit the reserved
     space (then call :meth:`write`, which reserves more)."""
 
-    def __init__(self, path: str, fsync: bool = True):
+    def __init__(self, path: str, fsync: bool = True, at: int | None = None):
+        """A new file, or (``at`` given) an existing one written from byte ``at`` on, which the
+        caller checked holds zero bytes only from there (``ValueError`` if it is shorter)."""
         self.path = path
         self._fsync = fsync
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            if os.fstat(self._fd).st_size != 0:
-                raise ValueError("not a new file")
-            os.posix_fallocate(self._fd, 0, CHUNK)
-            self._mm = mmap.mmap(self._fd, CHUNK)
+            size = os.fstat(self._fd).st_size
+            if (at is None and size != 0) or (at is not None and at > size):
+                raise ValueError("not a new file" if at is None else "the log is shorter than its records")
+            at = at or 0
+            room = size if size > at else at + CHUNK - at % CHUNK
+            if room > size:
+                os.posix_fallocate(self._fd, size, room - size)
+            self._mm = mmap.mmap(self._fd, room)
+            self._mm.seek(at)
         except BaseException:
             os.close(self._fd)
             raise
@@ -76,16 +85,20 @@ class MappedLogFile:
             self._fd = -1
 
 
-def open_log(fs, path: str):
+def open_log(fs, path: str, at: int | None = None):
     """The file a :class:`~.wal.LogWriter` appends to: a :class:`MappedLogFile` when ``fs`` is
     the plain real file system (a subclass that changes ``open_append`` -- fault injection in
-    tests -- keeps its own files) and the file is new, else ``fs.open_append(path)``. A file
-    system without ``posix_fallocate`` or shared maps falls back to plain appends too."""
+    tests -- keeps its own files), else ``fs.open_append(path)``. A file system without
+    ``posix_fallocate`` or shared maps falls back to plain appends too. ``at``: an existing log
+    appended to from byte ``at`` (zeros only after it); plain appends can do that only when
+    ``at`` is the file's size, else ``ValueError`` (the caller starts a new log instead)."""
     from .fs import RealFS
 
     if isinstance(fs, RealFS) and type(fs).open_append is RealFS.open_append and hasattr(os, "posix_fallocate"):
         try:
-            return MappedLogFile(path, fs.fsync)
+            return MappedLogFile(path, fs.fsync, at)
         except (OSError, ValueError):
             pass
+    if at is not None and fs.size(path) != at:
+        raise ValueError(f"{path}: cannot append after its last record")
     return fs.open_append(path)

@@ -6,9 +6,12 @@ a new store, writes its identity file first (:mod:`.identity`); :class:`StoreLoc
 process out; :func:`recover` lets the version set recover the table set (manifest, tables,
 obsolete files: :meth:`.version_set.VersionSet.recover`), replays the write-ahead logs it names
 into an L0 table, starts a new log and makes all of it durable in one manifest write before the
-replayed logs are deleted. A crash at any point leaves a store that recovers the same way.
+replayed logs are deleted -- or, when the one log left was read to a clean end and its writes fit
+the memtable, keeps them there and appends to that log (:func:`_resume`: nothing written, no
+fsync). A crash at any point leaves a store that recovers the same way.
 
-Cost: reading every live log once; one table write when the logs held anything.
+Cost: reading every live log once; then nothing more (a resumed log), or one table write when the
+logs held anything and two manifest writes (4 fsyncs).
 """
 
 from __future__ import annotations
@@ -62,21 +65,42 @@ class StoreLock:
             self._file = None
 
 
-def replay(fs, path: str, logs: list[int], paranoid: bool, seq: int) -> tuple[MemTable, int]:
+def replay(fs, path: str, logs: list[int], paranoid: bool, seq: int, ends: list | None = None) -> tuple[MemTable, int]:
     """The writes of logs ``logs`` (in order) as one memtable, and the last sequence seen (at
     least ``seq``). A torn tail is dropped; damage before intact records raises
     :class:`CorruptionError` unless ``paranoid`` is False -- then replay stops there, later logs
-    included (their writes came after the damage)."""
+    included (their writes came after the damage). ``ends``: gets each log's clean end or
+    ``None`` (:func:`.wal.read_log`)."""
     mem = MemTable()
     damage: list[int] = []
     for n in logs:
         if damage:
             break
         p = os.path.join(path, f"{n:06d}.log")
-        for first, ops in wal.read_log(fs.read_all(p), p, paranoid, damage):
+        for first, ops in wal.read_log(fs.read_all(p), p, paranoid, damage, ends):
             mem.apply(first, ops, True)
             seq = max(seq, first + len(ops) - 1)
     return mem, seq
+
+
+def _resume(db, kind: str, logs: list[int], ends: list, mem: MemTable) -> bool:
+    """Keep writing to the one replayed log, its writes staying in the memtable (LevelDB's
+    ``reuse_logs``): no table, no manifest write, no fsync at open. Only for a store of today's
+    kind whose single log was read to a clean end (no torn tail, no damage) and whose memtable
+    has room; True when done. Safe because the manifest already names that log as needed
+    (``log_number`` at or below it): a crash replays it again, with whatever was appended."""
+    if kind != identity.STORE or len(logs) != 1 or len(ends) != 1 or ends[0] is None:
+        return False
+    if mem.bytes >= db.options.memtable_bytes:
+        return False
+    n = logs[0]
+    try:
+        db._log = wal.LogWriter(db._fs, os.path.join(db.path, f"{n:06d}.log"), n, db.options.wal_buffer_bytes, ends[0])
+    except ValueError:
+        return False
+    mem.log_number = n
+    db._mem = mem
+    return True
 
 
 def recover(db, kind: str) -> None:
@@ -86,7 +110,12 @@ def recover(db, kind: str) -> None:
     fs, vs = db._fs, db._vs
     exists = kind in (identity.STORE, identity.LEGACY)
     logs = vs.recover(exists, kind == identity.LEGACY)
-    mem, db._seq = replay(fs, db.path, logs, db.options.paranoid_checks, vs.last_seq)
+    ends: list = []
+    mem, db._seq = replay(fs, db.path, logs, db.options.paranoid_checks, vs.last_seq, ends)
+    db._imm = None
+    if _resume(db, kind, logs, ends, mem):
+        db._state = (db._mem, None, vs.current)
+        return
     if len(mem):
         ref = db._write_table(mem, 0)
         vs.current = vs.current.apply(set(), [ref])  # made durable by the save below

@@ -21,6 +21,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator
 
+import numpy as np
 
 from ..checksum import crc32c
 from ..errors import CorruptionError
@@ -118,13 +119,16 @@ def _decode_payload(p: bytes, path: str) -> tuple[int, list[tuple[bytes, bytes |
     return seq, ops
 
 
-def read_log(data, path: str, paranoid: bool = True,
-             damage: list | None = None) -> Iterator[tuple[int, list[tuple[bytes, bytes | None]]]]:
+def read_log(data, path: str, paranoid: bool = True, damage: list | None = None,
+             ends: list | None = None) -> Iterator[tuple[int, list[tuple[bytes, bytes | None]]]]:
     """Yield ``(first sequence, ops)`` per intact batch of a log's bytes ``data``.
 
     With ``paranoid=False`` a damaged record in the middle ends the log and its offset is
     appended to ``damage`` (the caller must not replay later logs either: that would apply
-    writes made after the lost ones).
+    writes made after the lost ones). ``ends``: when the log is read to its end, the offset just
+    past its last intact record is appended if nothing but zero bytes (reserved space) follows
+    it -- a *clean* end, where new records may be appended (:func:`.recovery.recover`) -- else
+    ``None`` (a torn tail or damage).
 
     Cost: one CRC32C pass over the log; after a damaged record, one scan of the rest of the file
     for an intact record (that is what tells mid-log corruption from a torn tail).
@@ -134,16 +138,20 @@ def read_log(data, path: str, paranoid: bool = True,
     end = len(data)
     while pos < end:
         if not _intact(data, pos):
-            if _intact_after(data, pos + 1):
-                if paranoid:
-                    raise CorruptionError(f"WAL record at offset {pos} is damaged (intact records follow)", path)
-                if damage is not None:
-                    damage.append(pos)
-            return  # torn tail: the record was being written when the process died; never acknowledged
+            if not _zeros_from(data, pos):  # else the reserved space starts here: a clean end
+                if _intact_after(data, pos + 1):
+                    if paranoid:
+                        raise CorruptionError(f"WAL record at offset {pos} is damaged (intact records follow)", path)
+                    if damage is not None:
+                        damage.append(pos)
+                pos = None  # torn tail: the record was being written when the process died; never acknowledged
+            break
         (n,) = _U32.unpack_from(data, pos + 4)
         body_end = pos + _HDR.size + n
         yield _decode_payload(data[pos + 8 : body_end], path)
         pos = body_end
+    if ends is not None:
+        ends.append(pos)
 
 
 def is_log(data) -> bool:
@@ -160,6 +168,11 @@ def _intact(data: bytes, pos: int) -> bool:
     crc, n = _HDR.unpack_from(data, pos)
     body_end = pos + _HDR.size + n
     return n >= _BATCH.size and body_end <= len(data) and crc32c(data[pos + 4 : body_end]) == crc
+
+
+def _zeros_from(data: bytes, start: int) -> bool:
+    """Whether ``data[start:]`` holds zero bytes only. Cost: one vectorised pass."""
+    return not np.frombuffer(data, np.uint8, offset=start).any()
 
 
 def _nonzero_end(data, start: int) -> int:
@@ -193,10 +206,13 @@ class LogWriter:
     behaviour).
     """
 
-    def __init__(self, fs, path: str, number: int, buffer_bytes: int = 0):
+    def __init__(self, fs, path: str, number: int, buffer_bytes: int = 0, at: int | None = None):
+        """A new log at ``path``; ``at``: an existing log whose records end at byte ``at``, with
+        zero bytes only after it, appended to from there (raises ``ValueError`` when ``fs``
+        cannot: :func:`.logfile.open_log`)."""
         self.path = path
         self.number = number
-        self._f = open_log(fs, path)
+        self._f = open_log(fs, path, at)
         self._start = self._f.tell()
         self._buf = bytearray()
         self._limit = buffer_bytes

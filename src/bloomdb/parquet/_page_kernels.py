@@ -15,7 +15,7 @@ from ._header_kernels import (
     P_TYPE, P_USIZE, ST_CORRUPT, ST_OK, ST_UNSUPPORTED,
 )
 from ._delta_kernels import delta_decode
-from ._hybrid_kernels import all_defined, defined_at, hybrid_at, unpack_hybrid
+from ._hybrid_kernels import all_defined, defined_at, hybrid_at, unpack_gather
 from ._snappy_kernels import NOT_LITERALS, gather_literals, put_bytes, snappy_bytes, snappy_decompress, snappy_literals
 
 ENC_PLAIN = 0
@@ -28,13 +28,6 @@ ENC_DELTA_LENGTH_BYTE_ARRAY = 6
 ENC_DELTA_BYTE_ARRAY = 7
 CODEC_UNCOMPRESSED = 0
 CODEC_SNAPPY = 1
-
-
-@njit(cache=True, nogil=True)
-def _gather_run(out, dictionary, codes, start):
-    """``out[start + t] = dictionary[codes[t]]`` (typed views; codes already checked)."""
-    for t in range(codes.shape[0]):
-        out[start + t] = dictionary[codes[t]]
 
 
 @njit(cache=True, nogil=True)
@@ -138,12 +131,15 @@ def _copy_values(enc, vbuf, v0, v1, nvals, width, dictionary, dict_n, lit, nlit,
 
 
 @njit(cache=True, nogil=True)
-def _strictly_ascending(positions, k0, j):
-    """Whether ``positions[k0:j]`` (ascending) holds no repeats."""
-    for t in range(k0 + 1, j):
-        if positions[t] == positions[t - 1]:
-            return False
-    return True
+def ascending(positions):
+    """``(ascending, strictly)``: whether ``positions`` never decreases, and never repeats either.
+    One branch-free pass."""
+    up = True
+    strict = True
+    for t in range(1, positions.shape[0]):
+        up &= positions[t] >= positions[t - 1]
+        strict &= positions[t] > positions[t - 1]
+    return up, strict
 
 
 @njit(cache=True, nogil=True)
@@ -263,9 +259,7 @@ def wanted_rows(pages, p, positions, j):
         return j
     if positions[j] < first:
         return -1
-    while j < m and positions[j] < end:
-        j += 1
-    return j
+    return j + np.searchsorted(positions[j:], end)  # ascending: the first at or past the page's end
 
 
 @njit(cache=True, nogil=True)
@@ -273,10 +267,7 @@ def split_work(pages, npages, codec, positions, iwork, bwork):
     """Check ``positions`` ascending and the scratch sizes, and split the scratch: ``(ok,
     dictionary bytes, page buffer, vidx, scratch, sel)`` (see :func:`read_at`)."""
     m = positions.shape[0]
-    ok = iwork.shape[0] >= 4 * m
-    for t in range(1, m):
-        if positions[t] < positions[t - 1]:
-            ok = False
+    ok = iwork.shape[0] >= 4 * m and ascending(positions)[0]
     need = work_bytes(pages, npages, codec)
     dsize = np.int64(0)
     for p in range(npages):
@@ -311,6 +302,7 @@ def read_at(buf, pages, npages, codec, width, max_def, positions, out, valid, iw
     ok, dictionary, page_buf, vidx, scratch, selw = split_work(pages, npages, codec, positions, iwork, bwork)
     if not ok:
         return ST_CORRUPT
+    strict = ascending(positions)[1]  # then a page's k == nrows wanted rows are all of its rows
     dict_n = np.int64(-1)
     ostart = np.empty(65, np.int64)  # a literal-only Snappy dictionary page read in place
     spos = np.empty(65, np.int64)
@@ -358,25 +350,22 @@ def read_at(buf, pages, npages, codec, width, max_def, positions, out, valid, iw
             return st
         k = j - k0
         enc = pages[p, P_ENCODING]
-        if k == nrows and positions[k0] == first and positions[j - 1] == first + nrows - 1 \
-                and _strictly_ascending(positions, k0, j) \
+        if k == nrows and strict \
                 and (enc == ENC_RLE_DICTIONARY or enc == ENC_PLAIN_DICTIONARY) and nlit == 0 and dict_n >= 0 \
                 and (width == 8 or width == 4) and (max_def == 0 or all_defined(lbuf, l0, l1, nrows)):
             # the whole page, no nulls: codes unpacked in one sequential pass, then one typed gather
             if v0 >= v1:
                 return ST_CORRUPT
             bw = np.int64(vbuf[v0])
-            codes = scratch[:k]
-            if bw > 32 or unpack_hybrid(vbuf, v0 + 1, v1, bw, codes) != ST_OK:
-                return ST_CORRUPT
-            for t in range(k):
-                if codes[t] >= dict_n:
-                    return ST_CORRUPT
-                valid[k0 + t] = True
             if width == 8:
-                _gather_run(out.view(np.uint64), dictionary[:dict_n * 8].view(np.uint64), codes, k0)
+                st = unpack_gather(vbuf, v0 + 1, v1, bw, dictionary[:dict_n * 8].view(np.uint64), dict_n,
+                                   out.view(np.uint64), k0, k)
             else:
-                _gather_run(out.view(np.uint32), dictionary[:dict_n * 4].view(np.uint32), codes, k0)
+                st = unpack_gather(vbuf, v0 + 1, v1, bw, dictionary[:dict_n * 4].view(np.uint32), dict_n,
+                                   out.view(np.uint32), k0, k)
+            if st != ST_OK:
+                return ST_CORRUPT
+            valid[k0:j] = True
             continue
         ndef, c = levels_at(lbuf, l0, l1, max_def, first, nrows, positions, k0, j, valid, vidx, selw)
         if ndef < 0:

@@ -26,8 +26,18 @@ from ..sstable import DELETED, MISSING
 from ..sstable.builder import pack_bytes
 from . import _get_kernels as G
 from ._get_kernels import ASK, CHECK, VALUE
+from .fastcall import direct
 
 _ANSWER = {G.MISSING: MISSING, G.DELETED: DELETED}
+
+
+def newest(directory, key: bytes):
+    """:func:`._get_kernels.lookup_newest` (``directory``: a probe directory array, ``key``:
+    exactly ``bytes``) through its compiled entry (:func:`.fastcall.direct`): the first call
+    compiles it and puts the entry in this name's place, so later calls skip the dispatcher."""
+    global newest
+    newest = direct(G.lookup_newest, (directory, key))
+    return newest(directory, key)
 
 
 class Reads:
@@ -57,12 +67,13 @@ class Reads:
             return p[1][s][a : a + n]
         if st < ASK:
             return _ANSWER[st]
-        return self._finish(ver, key, snap, st, s, a)
+        return self.finish(ver, key, snap, st, s, a)
 
-    def _finish(self, ver, key: bytes, snap: int, st: int, s: int, a: int):
+    def finish(self, ver, key: bytes, snap: int, st: int, s: int, a: int):
         """Finish in Python the slot ``s`` the kernel handed over with status ``st`` (``a``: the
         block to check for ``CHECK``), then resume the kernel from the next slot, until an
-        answer."""
+        answer: value, DELETED or MISSING. (:meth:`DB.get` calls the kernel itself and this
+        only for ``st >= ASK``: no Python frame between a plain get and its kernel call.)"""
         while True:
             if st == CHECK:
                 ver.slots[s].table.check_block(a)  # from now on the kernel reads the block in place

@@ -99,13 +99,21 @@ def table_filter_kwargs(spec: str) -> dict:
 _TRIAL_KEYS = [b"", b"\x00", b"\xff\x00\x01", b"a", b"bloomdb", b"k" * 17, bytes(range(64))] + [b"%08d" % i for i in range(64)]
 
 
+#: Specs that passed :func:`filter_spec_problem` in this process (a refusal is not kept: a family
+#: registered later may make it pass).
+PASSED_SPECS: set[str] = set()
+
+
 def filter_spec_problem(spec: str) -> str | None:
     """Why tables cannot carry filter ``spec`` (``None``: they can). The filter is built over a
     few keys exactly as a table builds it, read back from its bytes by the reader's path
     (:func:`bloomdb.filters.from_bytes`) and asked for every key through the family's contract:
     an exception (a bad family or parameter: ``"blocked:-1"``, ``"cuckoo:10"``), a false
     negative or another family read back is a reason. Cost: one tiny build (the family's
-    kernels are loaded once per process)."""
+    kernels are loaded once per process), once per spec per process when it passes
+    (:data:`PASSED_SPECS`: every ``DB.open`` validates its options)."""
+    if spec in PASSED_SPECS:
+        return None
     try:
         kdata, koff = pack_bytes(_TRIAL_KEYS)
         blob = _filter_bytes(spec, kdata, koff, np.ones(len(_TRIAL_KEYS), np.bool_), 0, len(_TRIAL_KEYS))
@@ -118,6 +126,7 @@ def filter_spec_problem(spec: str) -> str | None:
         return f"{type(e).__name__}: {e}"
     if lost:
         return f"the filter read back from its bytes misses {len(lost)} of {len(_TRIAL_KEYS)} keys it was built from"
+    PASSED_SPECS.add(spec)
     return None
 
 
