@@ -143,3 +143,29 @@ def test_merge_gather_writes_what_merge_visible_picks(nruns):
                 assert keys == [k for k, _ in want]
                 if values:
                     assert [ovd[ovo[j] : ovo[j + 1]].tobytes() for j in range(m)] == [v for _, v in want]
+
+
+def test_copy_bytes_is_a_memmove_between_uint8_arrays():
+    """The decode and merge kernels copy keys and values with :func:`_intrinsics.copy_bytes`:
+    any offsets, zero length, overlapping ranges of one array (memmove, not memcpy)."""
+    import numpy as np
+    from numba import njit
+
+    from bloomdb._intrinsics import copy_bytes
+
+    @njit
+    def copy(dst, dpos, src, spos, n):
+        copy_bytes(dst, dpos, src, spos, n)
+
+    src = np.arange(200, dtype=np.uint8)
+    for dpos, spos, n in ((0, 0, 0), (3, 17, 100), (0, 199, 1), (150, 0, 50)):
+        dst = np.zeros(200, np.uint8)
+        want = dst.copy()
+        want[dpos : dpos + n] = src[spos : spos + n]
+        copy(dst, dpos, src, spos, n)
+        assert (dst == want).all()
+    a = np.arange(64, dtype=np.uint8)
+    want = a.copy()
+    want[8:40] = a[0:32].copy()
+    copy(a, 8, a, 0, 32)  # overlapping, forward
+    assert (a == want).all()

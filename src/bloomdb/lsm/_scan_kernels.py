@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._intrinsics import copy_bytes
 from .sstable._table_kernels import _prefix_words, cmp_tail
 
 
@@ -124,7 +125,7 @@ def merge_gather(kds, kos, trs, vds, vos, snap, reverse, values):
         tr = trs[r]
         a = run_starts[r]
         base = koff[a]
-        kdata[base : base + kd.shape[0]] = kd
+        copy_bytes(kdata, base, kd, 0, kd.shape[0])
         for i in range(tr.shape[0]):
             koff[a + i + 1] = base + ko[i + 1]
             trailers[a + i] = tr[i]
@@ -142,7 +143,7 @@ def merge_gather(kds, kos, trs, vds, vos, snap, reverse, values):
         e = sel[j]
         a = koff[e]
         ln = koff[e + 1] - a
-        okd[kp : kp + ln] = kdata[a : a + ln]
+        copy_bytes(okd, kp, kdata, a, ln)
         kp += ln
         oko[j + 1] = kp
         if values:
@@ -154,7 +155,7 @@ def merge_gather(kds, kos, trs, vds, vos, snap, reverse, values):
             i = e - run_starts[r]
             a = vo[i]
             ln = vo[i + 1] - a
-            ovd[vp : vp + ln] = vds[r][a : a + ln]
+            copy_bytes(ovd, vp, vds[r], a, ln)
             vp += ln
             ovo[j + 1] = vp
     return okd, oko, ovd, ovo, m
