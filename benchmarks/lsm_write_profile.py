@@ -49,7 +49,8 @@ wrap(EX.K, "split_points", "compaction: split_points")
 wrap(EX, "gather", "compaction: gather")
 wrap(EX, "run", "compaction: total")
 wrap(DBM.DB, "_write_table", "flush: total")
-wrap(VS.VersionSet, "save", "manifest write")
+wrap(VS.VersionSet, "save", "manifest write (file numbers)")
+wrap(VS.VersionSet, "write_edit", "manifest write (edits)")
 n = int(sys.argv[1]); mode = sys.argv[2]
 keys, shuffled, missing, values = make_keys(n)
 order = keys if mode == "seq" else shuffled

@@ -4,12 +4,13 @@ either thread stops the writes."""
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pytest
 
 from bloomdb.errors import BloomDBError
-from bloomdb.lsm import DB, Options
+from bloomdb.lsm import DB, Options, WriteBatch
 from bloomdb.lsm import background
 from bloomdb.lsm.fs import RealFS
 
@@ -117,3 +118,74 @@ def test_a_failed_flush_stops_writes_while_a_compaction_runs(tmp_path, monkeypat
     finally:
         release.set()
         db.close()
+
+
+class _HeldManifestFS(RealFS):
+    """Manifest writes wait for ``release`` once ``armed`` (and say so in ``entered``)."""
+
+    def __init__(self):
+        super().__init__(fsync=False)
+        self.armed, self.entered, self.release = False, threading.Event(), threading.Event()
+
+    def write_atomic(self, path, data):
+        if self.armed and path.endswith("MANIFEST"):
+            self.entered.set()
+            assert self.release.wait(120), "the test never released the manifest write"
+        return super().write_atomic(path, data)
+
+
+def test_writes_and_reads_go_on_while_a_flush_writes_the_manifest(tmp_path):
+    fs = _HeldManifestFS()
+    db = DB.open(tmp_path / "s", _opts(fs=fs, memtable_bytes=1 << 20))
+    try:
+        for i in range(300):
+            db.put(b"k%04d" % i, b"v%04d" % i)
+        fs.armed = True
+        t = threading.Thread(target=db.flush, daemon=True)
+        t.start()
+        assert fs.entered.wait(60)
+        done = threading.Event()
+
+        def writer():
+            db.put(b"during", b"the manifest write")
+            db.write(WriteBatch().put(b"batch", b"b"))
+            done.set()
+
+        w = threading.Thread(target=writer, daemon=True)
+        w.start()
+        finished = done.wait(60)  # generous: this checks that the writer is not blocked, not speed
+        fs.armed = False
+        fs.release.set()
+        t.join(60)
+        w.join(60)
+        assert finished, "a put waited for the manifest write of a flush"
+        assert db.get(b"during") == b"the manifest write" and db.get(b"k0007") == b"v0007"
+    finally:
+        fs.release.set()
+        db.close()
+    with DB.open(tmp_path / "s", _opts()) as db:
+        assert db.get(b"during") == b"the manifest write" and db.get(b"batch") == b"b"
+        assert len(dict(db.scan())) == 302
+
+
+def test_reservations_running_out_while_edits_are_written(tmp_path, monkeypatch):
+    """Tiny reservations: memtable switches and compaction outputs need manifest writes of their
+    own while flushes and compactions write theirs; every number stays provably the store's."""
+    import random
+
+    from bloomdb.lsm import version_set
+
+    monkeypatch.setattr(version_set, "RESERVE", 2)
+    rng = random.Random(7)
+    model = {}
+    with DB.open(tmp_path / "s", _opts()) as db:
+        for i in range(5000):
+            k = b"k%05d" % rng.randrange(2500)
+            v = b"%d" % i * rng.randrange(1, 40)
+            db.put(k, v)
+            model[k] = v
+        db.wait_for_compactions()
+    with DB.open(tmp_path / "s", _opts()) as db:
+        assert dict(db.scan()) == model
+    names = set(os.listdir(tmp_path / "s"))
+    assert not any(n.endswith(".tmp") for n in names)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import InvalidArgument
 from . import _join_kernels as K
+from . import _sum_kernels as S
 from .compare import _ro
 from .plan import Agg
 from .sources import numeric_from_arrow as numeric
@@ -36,24 +37,45 @@ def exact_sum(v: np.ndarray, valid, index, w) -> Any:
     """
     pos = index if index is not None else _NO_POS
     vv = valid if valid is not None else _NO_VALID
+    if w is None and (pos.shape[0] if index is not None else v.shape[0]) < 2**31:
+        return _plain_sum(v, pos, index is not None, vv, valid is not None)
     ww = w if w is not None else _NO_W
     if v.dtype.kind == "f":
         s, cnt = K.weighted_sum(_ro(v.astype(np.float64, copy=False)), pos, index is not None, ww, w is not None, vv,
                                 valid is not None)
         return float(s) if cnt else None
-    signed = v.dtype.kind in "ib"
-    if v.dtype == np.bool_:
-        v = v.view(np.uint8)
-    if v.dtype.itemsize != 8:
-        v = v.astype(np.int64 if v.dtype.kind == "i" else np.uint64)
-    wrapped, approx, bound, cnt = K.weighted_isum(_ro(v.view(np.uint64)), signed, pos, index is not None, ww,
-                                                  w is not None, vv, valid is not None)
+    bits, signed = _words(v)
+    wrapped, approx, bound, cnt = K.weighted_isum(bits, signed, pos, index is not None, ww, w is not None, vv,
+                                                  valid is not None)
     if cnt == 0:
         return None
     if bound * (pos.shape[0] if index is not None else v.shape[0]) * 2.0**-52 < 2.0**61:
         r = int(wrapped)  # the exact sum is r + k * 2^64 for the k that lands nearest the float estimate
         return r + round((approx - r) / 2.0**64) * (1 << 64)
     return _slow_sum(v, valid, index, w)
+
+
+def _words(v: np.ndarray) -> tuple[np.ndarray, bool]:
+    """``(uint64 bits, signed)`` of integer or bool values, widened to 64 bits."""
+    signed = v.dtype.kind in "ib"
+    if v.dtype == np.bool_:
+        v = v.view(np.uint8)
+    if v.dtype.itemsize != 8:
+        v = v.astype(np.int64 if v.dtype.kind == "i" else np.uint64)
+    return _ro(v.view(np.uint64)), signed
+
+
+def _plain_sum(v: np.ndarray, pos: np.ndarray, use_pos: bool, valid: np.ndarray, use_valid: bool) -> Any:
+    """:func:`exact_sum` without multiplicities (fewer than 2^31 rows): vectorised kernels."""
+    if v.dtype.kind == "f":
+        s, cnt = S.float_sum(_ro(v.astype(np.float64, copy=False)), pos, use_pos, valid, use_valid)
+        return float(s) if cnt else None
+    bits, signed = _words(v)
+    lo, hi, cnt = S.int_sum(bits, signed, pos, use_pos, valid, use_valid)
+    if cnt == 0:
+        return None
+    high = int(np.uint64(hi).view(np.int64)) if signed else int(hi)
+    return (high << 32) + int(lo)
 
 
 def _slow_sum(v: np.ndarray, valid, index, w) -> Any:

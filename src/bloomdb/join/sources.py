@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from .. import columnar
 from ..errors import CorruptionError, InvalidArgument
+from ._scan_kernels import every_row
 from .compare import KeyDomain
 from .keys import JoinKeys, from_arrow, from_values
 from .open_files import kept_open
@@ -49,9 +50,7 @@ def numeric_from_arrow(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.
 def gather(arr: pa.Array, positions: np.ndarray) -> pa.Array:
     """``arr`` at ``positions`` (ascending); ``arr`` itself when they are every row in order (a
     left join's usual chunk), saving a copy."""
-    n = len(arr)
-    if positions.shape[0] == n and (n == 0 or (positions[0] == 0 and positions[-1] == n - 1
-                                                and bool((np.diff(positions) == 1).all()))):
+    if every_row(positions, len(arr)):
         return arr
     return arr.take(pa.array(positions))
 
@@ -66,9 +65,18 @@ class ProbeChunk:
 
     def __init__(self) -> None:
         self.decoded: dict[str, int] = {}
+        self._every: tuple[np.ndarray, np.ndarray | None] | None = None
 
     def _count(self, name: str, rows: int) -> None:
         self.decoded[name] = self.decoded.get(name, 0) + rows
+
+    def _index(self, positions: np.ndarray) -> np.ndarray | None:
+        """``positions`` as the index into a whole decoded column, or None when they are every
+        row in order (the values are then used as they are, no gather). Checked once per
+        positions array (the columns of one chunk share it)."""
+        if self._every is None or self._every[0] is not positions:
+            self._every = (positions, None if every_row(positions, self.num_rows) else positions)
+        return self._every[1]
 
     def keys(self, key: str, domain: KeyDomain) -> JoinKeys:
         """The chunk's key column as keys of ``domain``."""
@@ -151,7 +159,7 @@ class _ColumnarChunk(ProbeChunk):
         self._count(name, self._rows(ch, positions, whole))
         valid = ch.validity
         if whole:
-            return ch.numpy(), valid, positions
+            return ch.numpy(), valid, self._index(positions)
         return ch.numpy(positions), (None if valid is None else valid[positions]), None
 
     def arrow(self, name, positions, whole):
@@ -233,8 +241,8 @@ class _ParquetChunk(ProbeChunk):
         whole = whole or positions.shape[0] * DENSE > self.num_rows
         got = self._pages(name, None if whole else positions)
         if got is not None:
-            return got[0], got[1], (positions if whole else None)
-        return (*numeric_from_arrow(self._col(name)), positions)
+            return got[0], got[1], (self._index(positions) if whole else None)
+        return (*numeric_from_arrow(self._col(name)), self._index(positions))
 
     def arrow(self, name, positions, whole):
         """Numbers, dates, timestamps, strings and binary from the page reader (only the wanted
@@ -342,7 +350,7 @@ class _ArrowChunk(ProbeChunk):
     def numeric(self, name, positions, whole):
         self._count(name, self.num_rows if whole else positions.shape[0])
         if whole:
-            return (*numeric_from_arrow(self._col(name)), positions)
+            return (*numeric_from_arrow(self._col(name)), self._index(positions))
         return (*numeric_from_arrow(gather(self._col(name), positions)), None)
 
     def arrow(self, name, positions, whole):

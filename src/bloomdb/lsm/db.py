@@ -141,8 +141,11 @@ class DB:
 
     def _new_file_number(self) -> int:
         """A new file number reserved by a durable manifest (:meth:`VersionSet.new_file_number`);
-        a failed manifest write stops writes (:meth:`_fail`) and raises."""
+        a failed manifest write stops writes (:meth:`_fail`) and raises. Waits while an edit's
+        manifest is being written if the number needs a manifest write of its own."""
         with self._lock:
+            while self._vs.writing and self._vs.needs_reservation():
+                self._cond.wait()
             try:
                 return self._vs.new_file_number(self._seq)
             except BaseException as e:
@@ -292,6 +295,9 @@ class DB:
                 else:
                     self._cond.wait()
                 continue
+            if self._vs.writing and self._vs.needs_reservation():  # the switch's log number waits for it
+                self._cond.wait()
+                continue
             self._switch_memtable()
             if self._bg.thread is None:
                 self._flush_imm()
@@ -320,9 +326,7 @@ class DB:
         if imm is None:
             return
         try:
-            ref = self._write_table(imm, 0)
-            with self._lock:
-                self._install(set(), [ref], drop_imm=True)
+            self._install(set(), [self._write_table(imm, 0)], drop_imm=True)
         except BaseException as e:
             self._fail(e)
             raise opening.as_store_error(self.path, e, opening=False)
@@ -335,13 +339,29 @@ class DB:
             self._cond.notify_all()
 
     def _install(self, deleted: set[int], added: list[TableRef], drop_imm: bool = False) -> None:
-        """Make the edit durable (manifest) and visible (one state swap); then delete old files."""
+        """Make the edit durable (manifest), then visible (one state swap); then delete old files.
+        The manifest is written outside the store's lock (writers go on meanwhile; one edit at a
+        time, :meth:`VersionSet.prepare`); what it records was taken under the lock."""
+        vs = self._vs
         with self._lock:
+            while vs.writing:
+                self._cond.wait()
+            if self._bg_error is not None:  # the other thread failed meanwhile: nothing is built on it
+                raise BloomDBError(f"{self.path}: the store stopped after an I/O error: {self._bg_error!r}")
             # logs older than the oldest unflushed memtable's are obsolete (not the current
             # memtable's: a compaction may finish while an immutable memtable awaits its flush)
             live_log = self._mem.log_number if (drop_imm or self._imm is None) else self._imm.log_number
-            old = self._vs.log_and_apply(deleted, added, live_log, self._seq)
-            new = self._vs.current
+            edit = vs.prepare(deleted, added, live_log, self._seq)
+        try:
+            vs.write_edit(edit)
+        except BaseException:
+            with self._lock:
+                vs.abort(edit)
+                self._cond.notify_all()
+            raise
+        with self._lock:
+            old = vs.commit(edit)
+            new = vs.current
             if old._probe is not None:
                 self._probe_base += old.refresh_probe()[0][layout.COUNTERS]
             imm = self._imm
@@ -351,7 +371,7 @@ class DB:
             if drop_imm and imm is not None:
                 self._fs.remove(self._file(f"{imm.log_number:06d}.log"))
             self._cond.notify_all()
-        self._vs.remove_tables(deleted, old, new)
+        vs.remove_tables(deleted, old, new)
 
     def _release_snapshot(self, seq: int) -> None:
         with self._lock:
@@ -452,20 +472,19 @@ class DB:
                  prefix=None, reverse: bool = False, include_key: bool = True, include_value: bool = True,
                  snapshot: Snapshot | None = None) -> Iterator:
         """A cursor over the keys in the range (plyvel's signature and semantics, see
-        :mod:`.iterator`), as of ``snapshot`` or of now (an implicit snapshot held until the
-        iterator is closed). Cost: the memtables' entries in the range are copied under the lock;
+        :mod:`.iterator`), as of ``snapshot`` or of now. Cost: the memtables' entries in the
+        range are copied under the lock and the version is held (so "now" needs no snapshot);
         tables are read a block at a time as the cursor moves."""
         lo, hi = half_open(None if start is None else _key(start), None if stop is None else _key(stop),
                            include_start, include_stop, None if prefix is None else _key(prefix))
         with self._lock:
             if self._closed:
                 raise IteratorClosed(f"{self.path}: the store is closed")
-            own = self.snapshot() if snapshot is None else None
-            snap = snapshot.seq if own is None else own.seq
+            snap = self._seq if snapshot is None else snapshot.seq
             px = self.options.prefix_extractor
             q = None if prefix is None or px is None else px.for_prefix(lo)
             view = rangedel.view(self._state, lo, hi, snap, None if q is None else (px.name, q, self._stats, lo, hi))
-        it = Iterator(view, lo, hi, reverse, include_key, include_value, None if own is None else own.close)
+        it = Iterator(view, lo, hi, reverse, include_key, include_value)
         self._iterators.add(it)
         return it
 
@@ -482,15 +501,19 @@ class DB:
     def flush(self) -> None:
         """Write the memtable to an L0 table now (and wait for it)."""
         with self._lock:
-            self._check_writable()
-            while self._imm is not None:
-                if self._bg.thread is None:
-                    self._flush_imm()
-                else:
+            while True:
+                self._check_writable()
+                if self._imm is not None:
+                    if self._bg.thread is None:
+                        self._flush_imm()
+                    else:
+                        self._cond.wait()
+                elif len(self._mem) == 0:
+                    return
+                elif self._vs.writing and self._vs.needs_reservation():  # see _make_room
                     self._cond.wait()
-                    self._check_writable()
-            if len(self._mem) == 0:
-                return
+                else:
+                    break
             self._switch_memtable()
             if self._bg.thread is None:
                 self._flush_imm()

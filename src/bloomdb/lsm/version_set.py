@@ -10,11 +10,19 @@ A :class:`VersionSet` is the one owner of
   (``RESERVE`` at a time), so recovery can prove that a table or log numbered below the
   manifest's ``next_file`` was written by this store and one above it was not;
 * **edits**: :meth:`log_and_apply` makes a new version durable (manifest written atomically)
-  before it becomes current, and restores the old one if the write fails.
+  before it becomes current, and restores the old one if the write fails. It is three steps,
+  so the caller can write the manifest without holding its own lock (LevelDB's ``LogAndApply``
+  unlocks the store's mutex around its manifest write too): :meth:`prepare` (under the caller's
+  lock: the new version, the reservation to record, :attr:`writing` set), :meth:`write_edit` (no
+  lock: encode, write, fsync), :meth:`commit` or :meth:`abort` (under the caller's lock). Each
+  edit's manifest reserves ``RESERVE`` numbers ahead when fewer than half are left, so a writer
+  switching memtables rarely writes a manifest itself.
 
-It takes no lock: the caller (:class:`bloomdb.lsm.db.DB`) serialises calls under its own.
+It takes no lock: the caller (:class:`bloomdb.lsm.db.DB`) serialises calls under its own and
+allows one edit in flight (:attr:`writing`); while one is, :meth:`new_file_number` may not write
+a manifest (:meth:`needs_reservation` says when it would: the caller waits for the commit).
 Cost: a manifest write is one atomic file replace of O(tables) bytes; ``new_file_number`` writes
-one every ``RESERVE`` numbers.
+one when the reservation runs out.
 """
 
 from __future__ import annotations
@@ -35,6 +43,16 @@ RESERVE = 64  # file numbers reserved per manifest write
 OWN_RE = re.compile(r"^(\d{6,})(\.sst|\.sst\.tmp|\.log)$")  # the names of tables and logs
 
 
+class Edit:
+    """An edit between :meth:`VersionSet.prepare` and its commit: the version it makes, the
+    manifest state recording it, the reservation and oldest live log that state holds."""
+
+    __slots__ = ("version", "state", "reserved", "log_number")
+
+    def __init__(self, version: Version, state: mf.ManifestState, reserved: int, log_number: int):
+        self.version, self.state, self.reserved, self.log_number = version, state, reserved, log_number
+
+
 class VersionSet:
     """The current version of the store at ``path`` and everything that makes it durable."""
 
@@ -47,6 +65,7 @@ class VersionSet:
         self.reserved = 1  # numbers below it were reserved by a durable manifest
         self.log_number = 0  # the oldest log still needed (manifest's view)
         self.last_seq = 0  # the last sequence the manifest or the tables knew at recovery
+        self.writing = False  # an edit is between prepare() and commit()/abort()
 
     def release(self) -> None:
         """Forget every table (the store is closing): the current version becomes empty, so each
@@ -140,10 +159,12 @@ class VersionSet:
     # -- file numbers and edits -----------------------------------------------------------------
     def new_file_number(self, last_seq: int) -> int:
         """A new file number, reserved by a durable manifest before it is returned (one manifest
-        write, recording ``last_seq``, per ``RESERVE`` numbers). A failed write raises and hands
-        out nothing."""
+        write, recording ``last_seq``, when the reservation runs out). A failed write raises and
+        hands out nothing. Not while an edit is being written if :meth:`needs_reservation`."""
         n = self.next_file
         if n >= self.reserved:
+            if self.writing:  # two manifest writes at once could land in either order
+                raise RuntimeError("new_file_number needs a manifest write while an edit is being written")
             self.reserved = n + RESERVE
             try:
                 self.save(self.log_number, last_seq)
@@ -153,6 +174,10 @@ class VersionSet:
         self.next_file = n + 1
         return n
 
+    def needs_reservation(self) -> bool:
+        """Whether the next :meth:`new_file_number` writes a manifest."""
+        return self.next_file >= self.reserved
+
     def save(self, log_number: int, last_seq: int) -> None:
         """Write the manifest of :attr:`current` (atomically): its tables, ``next_file`` (the
         reservation), ``last_seq`` and the oldest log still needed."""
@@ -161,14 +186,43 @@ class VersionSet:
         self._fs.write_atomic(self._file("MANIFEST"), mf.encode(state))
         self.log_number = log_number
 
+    def prepare(self, deleted: set[int], added: list[TableRef], log_number: int, last_seq: int) -> Edit:
+        """Start an edit (tables ``deleted`` by number, ``added``): nothing changes but
+        :attr:`writing`; the reservation it records runs ``RESERVE`` ahead when fewer than half
+        that are left (it counts only once the edit is committed, i.e. durable)."""
+        if self.writing:
+            raise RuntimeError("one manifest edit at a time")
+        version = self.current.apply(deleted, added)
+        reserved = self.reserved if self.reserved - self.next_file >= RESERVE // 2 else self.next_file + RESERVE
+        tables = [(r.level, r.info) for r in version.all_refs()]
+        self.writing = True
+        return Edit(version, mf.ManifestState(reserved, last_seq, log_number, tables), reserved, log_number)
+
+    def write_edit(self, edit: Edit) -> None:
+        """Write ``edit``'s manifest (atomically, durably). Needs no lock: nothing else writes
+        the manifest while :attr:`writing` is set."""
+        self._fs.write_atomic(self._file("MANIFEST"), mf.encode(edit.state))
+
+    def commit(self, edit: Edit) -> Version:
+        """``edit`` is durable: make its version current; returns the version it replaced."""
+        old = self.current
+        self.current = edit.version
+        self.log_number = edit.log_number
+        self.reserved = max(self.reserved, edit.reserved)
+        self.writing = False
+        return old
+
+    def abort(self, edit: Edit) -> None:
+        """``edit``'s manifest write failed: nothing changes (the caller stops the store)."""
+        self.writing = False
+
     def log_and_apply(self, deleted: set[int], added: list[TableRef], log_number: int, last_seq: int) -> Version:
         """Make the edit (tables ``deleted`` by number, ``added``) durable, then current; returns
         the version it replaced. On a failed manifest write :attr:`current` is unchanged."""
-        old = self.current
-        self.current = old.apply(deleted, added)
+        edit = self.prepare(deleted, added, log_number, last_seq)
         try:
-            self.save(log_number, last_seq)
+            self.write_edit(edit)
         except BaseException:
-            self.current = old
+            self.abort(edit)
             raise
-        return old
+        return self.commit(edit)
