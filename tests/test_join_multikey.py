@@ -123,7 +123,8 @@ def test_keys_whose_hashes_collide_are_compared_by_value():
     K.hash_words(words, h)
     assert h[0] == h[1]
     probe = pa.table({"a": pa.array([0, 1, 1], pa.int64()), "b": pa.array([0, 0, minus_c], pa.int64())})
-    build = pa.table({"a": pa.array([1], pa.int64()), "b": pa.array([minus_c], pa.int64()), "w": [9]})
+    # (5, 0) widens the build keys' ranges past 2^63 combined: the words table, not a packed key
+    build = pa.table({"a": pa.array([1, 5], pa.int64()), "b": pa.array([minus_c, 0], pa.int64()), "w": [9, 8]})
     for pushdown in ("on", "off"):
         got = hash_join(probe, build, on=["a", "b"], pushdown=pushdown, filter="blocked:10")
         assert got.to_pydict() == {"a": [1], "b": [minus_c], "w": [9]}

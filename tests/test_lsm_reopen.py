@@ -80,17 +80,24 @@ def test_a_torn_log_is_not_appended_to(tmp_path):
         assert db.get(b"after") == b"1" and db.get(b"k099") == b"v99"
 
 
-def test_a_full_memtable_is_flushed_at_reopen_not_resumed(tmp_path):
+@pytest.mark.parametrize("inline", [False, True])
+def test_a_big_log_is_flushed_at_reopen_not_appended_to(tmp_path, inline):
+    """A log with many writes is not replayed at every open: its writes go to a table (by the
+    flush thread while the store serves reads, or inline) and a new log is started."""
     p = tmp_path / "db"
-    o = Options(memtable_bytes=64 << 10)
+    o = Options(memtable_bytes=64 << 10, background_compaction=not inline)
     with DB.open(p, Options(memtable_bytes=4 << 20)) as db:
         for i in range(2000):
             db.put(b"k%05d" % i, b"v" * 60)
         log = db._log.path
-    with DB.open(p, o) as db:  # the log holds more than this memtable may: written as a table
-        assert db._log.path != log and not os.path.exists(log)
-        assert db.stats()["tables_per_level"][0] >= 1 or sum(db.stats()["tables_per_level"]) >= 1
-        assert db.get(b"k01999") == b"v" * 60
+    with DB.open(p, o) as db:
+        assert db._log.path != log
+        assert db.get(b"k01999") == b"v" * 60  # served at once, before or after the flush
+        db.wait_for_compactions()
+        assert not os.path.exists(log) and sum(db.stats()["tables_per_level"]) >= 1
+        db.put(b"after", b"1")
+    with DB.open(p, o) as db:
+        assert db.get(b"after") == b"1" and db.get(b"k00000") == b"v" * 60
 
 
 def test_plain_append_logs_are_resumed_too(tmp_path):
@@ -117,26 +124,29 @@ import os, signal, sys
 sys.path.insert(0, sys.argv[1])
 from bloomdb.lsm import DB
 db = DB.open(sys.argv[2])
-r = int(sys.argv[3])
+r, size = int(sys.argv[3]), int(sys.argv[4])
 for i in range(200):
-    db.put(b"r%02d-%03d" % (r, i), b"v%d" % i, sync=(i == 199))
+    db.put(b"r%02d-%03d" % (r, i), b"v%d-" % i + bytes(size), sync=(i == 199))
 print("acked", flush=True)
 os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
-def test_acknowledged_writes_survive_kills_across_resumed_logs(tmp_path):
-    """Killed writers on a log resumed again and again: every acknowledged write of every round
-    is there after each kill (the child's last put is synced; SIGKILL keeps the rest, which
-    reached the OS)."""
+@pytest.mark.parametrize("size", [10, 1000], ids=["appended-to", "flushed-at-open"])
+def test_acknowledged_writes_survive_kills_across_reopens(tmp_path, size):
+    """Killed writers after cheap reopens, again and again: every acknowledged write of every
+    round is there after each kill (the child's last put is synced; SIGKILL keeps the rest, which
+    reached the OS). Small writes: the log is appended to at every open; big ones: the log the
+    last child left is flushed by the next open's flush thread (which a kill may interrupt)."""
     p = str(tmp_path / "db")
     DB.open(p).close()
     for r in range(6):
-        out = subprocess.run([sys.executable, "-c", _CHILD, SRC, p, str(r)], capture_output=True, timeout=120)
+        out = subprocess.run([sys.executable, "-c", _CHILD, SRC, p, str(r), str(size)], capture_output=True, timeout=120)
         assert out.returncode == -signal.SIGKILL and b"acked" in out.stdout, out.stderr[-2000:]
         with DB.open(p) as db:
             for rr in range(r + 1):
-                assert [db.get(b"r%02d-%03d" % (rr, i)) for i in (0, 100, 199)] == [b"v0", b"v100", b"v199"], (r, rr)
+                got = [db.get(b"r%02d-%03d" % (rr, i)) for i in (0, 100, 199)]
+                assert got == [b"v%d-" % i + bytes(size) for i in (0, 100, 199)], (r, rr)
 
 
 def _lsm_threads(p) -> list[threading.Thread]:
@@ -147,7 +157,7 @@ def test_the_background_thread_starts_with_the_first_work(tmp_path):
     p = str(tmp_path / "db")
     o = Options(memtable_bytes=32 << 10)
     with DB.open(p, o) as db:
-        for i in range(100):
+        for i in range(20):  # few: appended to at the reopen (memtable_bytes // RESUME_SHARE)
             db.put(b"k%03d" % i, b"v")
     with DB.open(p, o) as db:
         assert _lsm_threads(p) == []  # nothing to flush or compact: no thread yet
@@ -174,3 +184,40 @@ def test_wait_and_flush_work_before_the_thread_started(tmp_path, inline):
         db.flush()  # wakes the thread (threaded) and waits for the flush
         assert sum(db.stats()["tables_per_level"]) == 1
         assert db.get(b"a") == b"1"
+
+
+def test_the_log_reader_fast_path_decodes_like_the_general_one():
+    """Single puts are decoded inline by :func:`wal.read_log`; every record must read back as
+    the general decoder reads it (empty keys and values, deletes, batches, range deletes), and
+    the clean end is reported after the last record."""
+    import random
+
+    from bloomdb.lsm import wal
+
+    rng = random.Random(5)
+    recs, want, seq = [], [], 1
+    for _ in range(400):
+        kind = rng.choice(["put", "put", "delete", "batch", "range"])
+        k = rng.randbytes(rng.choice([0, 1, 16, 300]))
+        v = rng.randbytes(rng.choice([0, 1, 100, 5000]))
+        if kind == "put":
+            ops = [(k, v)]
+            recs.append(wal.encode_put(seq, k, v))
+        elif kind == "delete":
+            ops = [(k, None)]
+            recs.append(wal.encode_put(seq, k, None))
+        elif kind == "range":
+            ops = [(k, wal.RangeEnd(v))]
+            recs.append(wal.encode_put(seq, k, wal.RangeEnd(v)))
+        else:
+            ops = [(k, v), (v, None), (k + b"x", b"")]
+            recs.append(wal.encode_batch(seq, ops))
+        want.append((seq, ops))
+        seq += len(ops)
+    data = b"".join(recs)
+    for tail in (b"", bytes(4096)):
+        ends: list = []
+        assert list(wal.read_log(data + tail, "x", ends=ends)) == want
+        assert ends == [len(data)]
+    ends = []
+    assert list(wal.read_log(data + recs[0][:10], "x", ends=ends)) == want and ends == [None]  # torn tail

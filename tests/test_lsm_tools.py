@@ -15,10 +15,7 @@ def test_db_bench_all_phases_and_peers(tmp_path):
     assert [p.phase for p in runs[0].results] == want
     st = runs[0].stats
     assert st["last_sequence"] == 6000  # the read phases ran on the fillrandom store, overwritten once
-    # 6000 writes fit one memtable: each reopen appends to the log again (no table is written), so
-    # the cold reads are memtable reads and load no filter or index
-    assert sum(st["tables_per_level"]) == 0
-    assert st["filter_memory_bytes"] == 0 and st["index_memory_bytes"] == 0
+    assert st["filter_memory_bytes"] > 0 and st["index_memory_bytes"] > 0  # the cold reads loaded them
     scan = next(p for p in runs[0].results if p.phase == "scan")
     assert scan.ops == 3000  # the scan saw every key exactly once
     assert next(p for p in runs[0].results if p.phase == "coldmissing-first1k").ops == 1000

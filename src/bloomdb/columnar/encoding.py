@@ -38,6 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+
 from ..errors import CorruptionError, InvalidArgument
 from ..checksum import crc32c
 from . import _kernels as K
@@ -242,6 +243,7 @@ class Chunk:
             self._valid_bits = body[:nb]
             pos = _pad8(nb)
         self._validity: np.ndarray | None = None
+        self._all: np.ndarray | None = None
         try:
             if enc == ENC_PLAIN:
                 dt = ctype.numpy_dtype
@@ -285,16 +287,21 @@ class Chunk:
     def raw(self, positions: np.ndarray | None = None) -> np.ndarray:
         """Values (ints: uint64 bits; floats: float; dict: uint64 codes), all or at ``positions``.
 
-        Null slots hold a meaningless value. Cost: O(rows decoded); positions are int64.
+        Null slots hold a meaningless value. Cost: O(rows decoded); positions are int64. All
+        values are decoded once per Chunk (read-only, kept for the next call: a join reads its key
+        column for the hash probe and again as a result column).
         """
         if self.encoding == ENC_PLAIN:
             return self._values if positions is None else self._values[positions]
         if positions is None:
-            out = np.empty(self.num_rows, np.uint64)
-            K.unpack_all(self._words, self.width, self.reference, out)
-        else:
-            out = np.empty(positions.shape[0], np.uint64)
-            K.unpack_at(self._words, self.width, self.reference, positions, out)
+            if self._all is None:
+                out = np.empty(self.num_rows, np.uint64)
+                K.unpack_all(self._words, self.width, self.reference, out)
+                out.flags.writeable = False
+                self._all = out
+            return self._all
+        out = np.empty(positions.shape[0], np.uint64)
+        K.unpack_at(self._words, self.width, self.reference, positions, out)
         return out
 
     def numpy(self, positions: np.ndarray | None = None) -> np.ndarray:

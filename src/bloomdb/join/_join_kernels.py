@@ -88,6 +88,21 @@ def hash_words(words, out):
 
 
 @njit(cache=True, nogil=True)
+def pack_column(words, lo, span, stride, first, acc, inside):
+    """Add one key column to packed keys (:class:`.keys.Packer`): ``acc[i] (+)= (words[i] - lo) *
+    stride``; ``inside[i] (&)= words[i] - lo < span`` (unsigned: below ``lo`` wraps above). The
+    first column (``first``) writes instead of adding. One pass."""
+    for i in range(words.shape[0]):
+        off = words[i] - lo
+        if first:
+            acc[i] = off * stride
+            inside[i] = off < span
+        else:
+            acc[i] += off * stride
+            inside[i] &= off < span
+
+
+@njit(cache=True, nogil=True)
 def _words_equal(a, i, b, r):
     """Whether key ``i`` of ``a`` (one row per key column) equals key ``r`` of ``b`` (one row per key)."""
     for j in range(b.shape[1]):
@@ -304,13 +319,26 @@ def merge_groups(pos, groups, unmatched, out_pos, out_group):
 
 
 @njit(cache=True, nogil=True)
-def fill_from_groups(groups, group_start, grouped, grouped_valid, use_valid, out, out_valid):
+def scatter_groups(pos, groups, out):
+    """``out[i]`` = the key group of row ``i``: ``groups[j]`` at ``pos[j]``, -1 elsewhere (a left
+    join's chunk where every probe row is in the result). One pass over ``out``, one over ``pos``."""
+    out[:] = -1
+    for j in range(pos.shape[0]):
+        out[pos[j]] = groups[j]
+
+
+@njit(cache=True, nogil=True)
+def fill_groups_bitmap(groups, group_start, grouped, grouped_valid, use_valid, out, bits):
     """For each result probe row's key group ``groups[j]``: the values ``grouped[start[g]:start[g+1]]``
     (a build column in group order, so a key's build rows are one contiguous run), or one null
-    where ``g == -1`` (``out_valid`` False, ``out`` 0). ``grouped_valid`` marks non-null build
-    values when ``use_valid``. Returns the values written. One sequential pass over the output;
-    the runs of the next ``AHEAD`` rows are prefetched (groups are visited in random order)."""
+    where ``g == -1`` (``out`` 0). Validity goes to an Arrow bitmap: bit ``o`` of ``bits`` (uint8,
+    LSB first, ``ceil(total / 8)`` bytes, each written whole) is set where result row ``o`` is not
+    null; ``grouped_valid`` marks non-null build values when ``use_valid``. Returns the null
+    count. One sequential pass over the output; the runs of the next ``AHEAD`` rows are prefetched
+    (groups are visited in random order)."""
     o = 0
+    nulls = 0
+    byte = np.uint8(0)
     n = groups.shape[0]
     for j in range(n):
         if j + AHEAD < n and groups[j + AHEAD] >= 0:
@@ -318,14 +346,25 @@ def fill_from_groups(groups, group_start, grouped, grouped_valid, use_valid, out
         g = groups[j]
         if g < 0:
             out[o] = 0
-            out_valid[o] = False
+            nulls += 1
+            if o & 7 == 7:
+                bits[o >> 3] = byte
+                byte = np.uint8(0)
             o += 1
             continue
         for r in range(group_start[g], group_start[g + 1]):
             out[o] = grouped[r]
-            out_valid[o] = grouped_valid[r] if use_valid else True
+            if use_valid and not grouped_valid[r]:
+                nulls += 1
+            else:
+                byte |= np.uint8(1 << (o & 7))
+            if o & 7 == 7:
+                bits[o >> 3] = byte
+                byte = np.uint8(0)
             o += 1
-    return o
+    if o & 7:
+        bits[o >> 3] = byte
+    return nulls
 
 
 @njit(cache=True, nogil=True)

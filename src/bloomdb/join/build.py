@@ -23,7 +23,7 @@ from ..errors import InvalidArgument
 from ..filters.base import HashedFilter
 from . import _join_kernels as K
 from .compare import KeyDomain
-from .keys import JoinKeys, _ro, from_arrow
+from .keys import JoinKeys, Packer, _ro, combine, from_arrow
 
 #: Default fixed filter size: 256 KiB, the Floe post's choice (fits in L2).
 DEFAULT_FILTER_BYTES = 256 * 1024
@@ -61,13 +61,14 @@ class BuildSide:
     """Hash table + filter over the build side's key column (see module docstring)."""
 
     def __init__(self, table: pa.Table, key: str, domain: KeyDomain, filter_spec: str | None,
-                 filter_size_bytes: int | None = None, combined: JoinKeys | None = None):
+                 filter_size_bytes: int | None = None, combined: JoinKeys | None = None, packer: Packer | None = None):
         if key not in table.column_names:
             raise InvalidArgument(f"build side has no column {key!r} (columns: {', '.join(table.column_names)})")
         self.table = table
         self.key = key
         self.domain = domain
         self.keys = from_arrow(table[key], domain)  # the (first) key column: min/max and Bloom pruning
+        self.packer = packer  # a multi-column key packed into one word (``combined`` holds it packed)
         keys = self.keys if combined is None else combined  # what the hash table and the filter hold
         self.kind = "int" if keys.ints is not None else "words" if keys.words is not None else "bytes"
         self.num_rows = keys.n
@@ -134,6 +135,11 @@ class BuildSide:
                                 keys.valid_or_empty(), s, use_sel, self.slots, self.shift, self.b_data, self.b_offsets,
                                 self.b_words, self.rep, out_pos, out_grp)
         return out_pos[:m], out_grp[:m], int(probed)
+
+    def probe_keys(self, parts: list[JoinKeys]) -> JoinKeys:
+        """A probe chunk's multi-column key (one JoinKeys per key column) in the form the table
+        holds: packed into one word (:class:`.keys.Packer`) or combined (:func:`.keys.combine`)."""
+        return self.packer.pack(parts) if self.packer is not None else combine(parts)
 
     def filter_pass(self, keys: JoinKeys) -> np.ndarray:
         """Bool mask of rows the filter lets through (never drops a key of the build side)."""

@@ -3,7 +3,7 @@ with its key group, repeated by the group's build-row count.
 
 A probe column is decoded at the distinct result probe rows, then repeated (``np.repeat`` of the
 values for fixed-width types; a take otherwise); a build column is copied from a copy of it held
-in key-group order, where a key's build rows are one contiguous run (:func:`fill_from_groups`), so
+in key-group order, where a key's build rows are one contiguous run (:func:`_fill`), so
 a 10x fan-out copies runs of 10 values instead of gathering 10 random rows through a 16-byte-per-
 row index. Types that are not fixed-width (strings, bools, nested) take the build rows by index.
 
@@ -81,15 +81,18 @@ class GroupedColumn:
             self.valid = None if valid is None else np.ascontiguousarray(valid[group_rows])
 
     def at(self, groups: np.ndarray, group_start: np.ndarray, group_rows: np.ndarray, total: int) -> pa.Array:
-        """The column's values of the result rows: each group's build rows in turn (null for -1)."""
-        out_valid = np.empty(total, np.bool_)
-        if self.values is None:  # not fixed-width: take the build rows by index
-            rows = np.empty(total, np.int64)
-            K.fill_from_groups(groups, group_start, group_rows, _NO_VALID, False, rows, out_valid)
-            idx = pa.array(rows, mask=~out_valid) if not out_valid.all() else pa.array(rows)
-            return self.col.take(idx)
-        out = np.empty(total, self.values.dtype)
-        use_valid = self.valid is not None
-        K.fill_from_groups(groups, group_start, self.values, self.valid if use_valid else _NO_VALID, use_valid,
-                           out, out_valid)
-        return from_numpy(self.type, out, out_valid if use_valid or groups.shape[0] and groups.min() < 0 else None)
+        """The column's values of the result rows: each group's build rows in turn (null for -1).
+        Fixed-width values and the Arrow validity bitmap are written by one kernel pass."""
+        if self.values is None:  # not fixed-width: take the build rows by index (null index: null)
+            return self.col.take(_fill(pa.int64(), groups, group_start, group_rows, None, total))
+        return _fill(self.type, groups, group_start, self.values, self.valid, total)
+
+
+def _fill(t: pa.DataType, groups, group_start, grouped: np.ndarray, valid: np.ndarray | None, total: int) -> pa.Array:
+    """An Arrow array of ``t``: each group's run of ``grouped`` in turn, null for group -1."""
+    out = np.empty(total, grouped.dtype)
+    bits = np.empty((total + 7) >> 3, np.uint8)
+    nulls = int(K.fill_groups_bitmap(groups, group_start, grouped, valid if valid is not None else _NO_VALID,
+                                     valid is not None, out, bits))
+    return pa.Array.from_buffers(t, total, [pa.py_buffer(bits) if nulls else None, pa.py_buffer(out)],
+                                 null_count=nulls)

@@ -275,9 +275,15 @@ class _Acc:
         self.mn = np.full(groups, np.inf if is_float else np.iinfo(np.int64).max, t)
         self.mx = np.full(groups, -np.inf if is_float else np.iinfo(np.int64).min, t)
 
-    def fold(self, codes, values, index, valid) -> None:
+    def fold(self, codes, values, index, valid, weights=None) -> None:
+        """Fold ``values`` (at ``index``) into the groups ``codes``; ``weights``: each result row's
+        multiplicity (None = 1)."""
         idx = index if index is not None else _NO_INDEX
         vv = valid if valid is not None else _NO_VALID
+        if weights is not None:
+            K.fold_weighted(codes, weights, values, idx, index is not None, vv, valid is not None, self.s, self.bound,
+                            self.cnt, self.fin, self.mn, self.mx, self.nan)
+            return
         K.fold(codes, values, idx, index is not None, vv, valid is not None, self.s, self.bound, self.cnt, self.fin,
                self.mn, self.mx, self.nan)
 
@@ -321,7 +327,12 @@ class DenseGroupSink(GroupSink):
     """Group-by on build columns only (the star-schema query): each result row's group is the
     code of its build row, so a chunk folds its values into per-group arrays with one kernel pass
     per aggregate column — no hash aggregation, no Arrow tables. Chunks merge into the totals
-    under a lock as they finish (memory: O(groups) per chunk in flight)."""
+    under a lock as they finish (memory: O(groups) per chunk in flight).
+
+    When every build row of a key has the same group code (always so for a dimension table with
+    one row per key) and every aggregate reads probe columns, no (probe row, build row) pairs are
+    built: each matched probe row carries its key's code and build-row count as a weight
+    (:func:`._group_kernels.result_codes`), and the folds add ``value x weight``."""
 
     def __init__(self, base: GroupSink):
         import threading
@@ -339,6 +350,7 @@ class DenseGroupSink(GroupSink):
         self._lock = threading.Lock()
         self.rows = np.zeros(self.G, np.int64)
         self.accs = {sc: _Acc(self.G, self._is_float(sc)) for sc in self.cols}
+        self.gcode = None if self.build_vals else _key_codes(self.codes, bs)
 
     def _is_float(self, sc) -> bool:
         side, c = sc
@@ -346,6 +358,9 @@ class DenseGroupSink(GroupSink):
         return pa.types.is_floating(t)
 
     def chunk(self, ch, r, pos, grp, unmatched, whole: bool) -> None:
+        if self.gcode is not None:
+            self._chunk_weighted(ch, r, pos, grp, unmatched, whole)
+            return
         rows, brow = outer.pairs(self.bs, self.how, pos, grp, unmatched)
         r.result_rows = rows.shape[0]
         if rows.shape[0] == 0:
@@ -358,12 +373,33 @@ class DenseGroupSink(GroupSink):
                 v, valid = self.build_vals[c]
                 acc.fold(codes, v, brow, valid)
             else:
-                v, valid, index = at.numeric(c)
-                v = _dense_values(v, valid)
-                if v is None:
-                    raise InvalidArgument(f"{c}: values beyond int64 cannot be summed per group; cast to float64")
-                acc.fold(codes, v, index, valid)
-        n = np.bincount(codes, minlength=self.G)
+                self._fold_probe(acc, at, c, codes, None)
+        self._merge(np.bincount(codes, minlength=self.G), local)
+
+    def _chunk_weighted(self, ch, r, pos, grp, unmatched, whole: bool) -> None:
+        """The chunk as matched probe rows weighted by their key's build rows (no pairs built)."""
+        rows, groups = outer.result_groups(pos, grp, unmatched)
+        if rows.shape[0] == 0:
+            return
+        codes = np.empty(rows.shape[0], np.int64)
+        weights = np.empty(rows.shape[0], np.int64)
+        n = np.zeros(self.G, np.int64)
+        r.result_rows = int(K.result_codes(groups, self.gcode, int(self.codes[-1]), codes, weights, n))
+        local = {sc: _Acc(self.G, self._is_float(sc)) for sc in self.cols}
+        at = outer.AtRows(ch, rows, whole)
+        for (_, c), acc in local.items():
+            self._fold_probe(acc, at, c, codes, weights)
+        self._merge(n, local)
+
+    @staticmethod
+    def _fold_probe(acc: "_Acc", at, c: str, codes, weights) -> None:
+        v, valid, index = at.numeric(c)
+        v = _dense_values(v, valid)
+        if v is None:
+            raise InvalidArgument(f"{c}: values beyond int64 cannot be summed per group; cast to float64")
+        acc.fold(codes, v, index, valid, weights)
+
+    def _merge(self, n: np.ndarray, local: dict) -> None:
         with self._lock:
             self.rows += n
             for sc, acc in local.items():
@@ -393,6 +429,19 @@ class DenseGroupSink(GroupSink):
                 cols.append(self.accs[(a.side, a.column)].final(a, present, f.type))
         return pa.Table.from_arrays([c.cast(f.type) if c.type != f.type else c for c, f in zip(cols, schema)],
                                     schema=schema)
+
+
+def _key_codes(codes: np.ndarray, bs: BuildSide) -> np.ndarray | None:
+    """Per key group ``count << 32 | code``: its build-row count and the group-by code all its
+    build rows share; None when some key's build rows fall in different groups (or a count or
+    code needs more than 31 bits)."""
+    if bs.groups == 0 or codes.shape[0] >= 2**31 or int(bs.group_count.max()) >= 2**31:
+        return None
+    row_codes = codes[bs.group_rows]
+    first = row_codes[bs.group_start[:-1]]
+    if not np.array_equal(row_codes, np.repeat(first, bs.group_count)):
+        return None
+    return np.ascontiguousarray((bs.group_count << 32) | first)
 
 
 def _numeric_build(col) -> tuple[np.ndarray, np.ndarray | None]:

@@ -21,7 +21,7 @@ from .aggregate import AggSink
 from .build import BuildSide
 from .compare import KeyDomain, key_domain
 from .dataset import open_build, open_probe
-from .keys import combine, from_arrow
+from .keys import Packer, combine, from_arrow
 from .plan import HOWS, KEEPS_BUILD, KEEPS_PROBE, output_columns, parse_aggregates, parse_group_by, parse_on
 from .predicates import parse_where
 from .rows import RowSink
@@ -68,8 +68,10 @@ def _sink(how, columns, aggregates, group_by, src, bschema, pkeys, bkeys, suffix
 def _build(build, cols, bkeys, domains, filter_spec, size, stats: JoinStats) -> BuildSide:
     t0 = time.perf_counter()
     bt = read_all(build, list(dict.fromkeys(bkeys + cols)))
-    combined = combine([from_arrow(bt[b], d) for b, d in zip(bkeys, domains)]) if len(bkeys) > 1 else None
-    bs = BuildSide(bt, bkeys[0], domains[0], filter_spec, size, combined)
+    parts = [from_arrow(bt[b], d) for b, d in zip(bkeys, domains)] if len(bkeys) > 1 else None
+    packer = Packer.of(parts) if parts else None
+    combined = (packer.pack(parts) if packer else combine(parts)) if parts else None
+    bs = BuildSide(bt, bkeys[0], domains[0], filter_spec, size, combined, packer)
     stats.build_seconds = time.perf_counter() - t0
     stats.build_rows, stats.build_keys = bs.num_rows, bs.groups
     if bs.filter is not None:

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from ..hashing import hash_batch
 from ..keys import KeyBatch
-from ._join_kernels import hash_words
+from ._join_kernels import hash_words, pack_column
 from .compare import KeyDomain, _ro
 
 
@@ -100,10 +100,7 @@ def combine(parts: list[JoinKeys]) -> JoinKeys:
     rows have equal combined keys exactly when every column's keys are equal. A row with a null
     (or unrepresentable) key in any column is not valid. Cost: one pass over the keys."""
     n = parts[0].n
-    valid = None
-    for p in parts:
-        if p.valid is not None:
-            valid = p.valid.copy() if valid is None else (valid & p.valid)
+    valid = _all_valid(parts)
     if all(p.ints is not None for p in parts):
         return JoinKeys(n, valid=valid, words=_ro(np.stack([p.ints for p in parts])))
     lens = np.zeros(n, np.int64)
@@ -128,3 +125,69 @@ def combine(parts: list[JoinKeys]) -> JoinKeys:
             data[src + np.repeat(at - o[:-1], ln)] = p.data[src]
             at += ln
     return JoinKeys(n, data=_ro(data), offsets=_ro(offsets), valid=valid)
+
+
+@dataclass(frozen=True)
+class Packer:
+    """A multi-column key of fixed-width columns packed into one ``uint64`` word, when the build
+    side's keys leave room: column ``j``'s word ``w`` becomes ``(w - lo[j]) * stride[j]`` (summed
+    over the columns), ``lo`` / ``span`` the smallest word and the width of the range of that
+    column's words over the build rows whose key has no null (words compared as unsigned
+    integers, or signed when that range is shorter; the offset is taken mod 2^64, so a range is
+    a run of words that may wrap: only equality matters, so every integer domain packs, floats and
+    instants too). A probe word outside its column's range equals no build key: that row is
+    marked not valid, as a null key is. Two packed keys are equal exactly when every column's words are, so the hash
+    table, the filter and every sink treat a packed multi-column key as a single integer key
+    (hashed once, compared as one word: no :func:`hash_words`, no word-by-word comparison).
+
+    Cost: one kernel pass per key column and chunk."""
+
+    lo: tuple[int, ...]
+    span: tuple[int, ...]
+    stride: tuple[int, ...]
+
+    @staticmethod
+    def of(parts: list[JoinKeys]) -> "Packer | None":
+        """The packer of the build side's key columns ``parts``, or None when a column is not
+        fixed-width, no row has a full key, or the ranges' product passes 2^63."""
+        if len(parts) < 2 or any(p.ints is None for p in parts):
+            return None
+        valid = _all_valid(parts)
+        lo, span = [], []
+        for p in parts:
+            w = p.ints if valid is None else p.ints[valid]
+            if w.shape[0] == 0:
+                return None
+            # the shorter of the words' ranges read unsigned and signed (mixed-sign integers)
+            ranges = [(int(x.min()), int(x.max())) for x in (w, w.view(np.int64))]
+            a, b = min(ranges, key=lambda r: r[1] - r[0])
+            lo.append(a % 2**64)
+            span.append(b - a + 1)
+        stride, total = [], 1
+        for sp in reversed(span):
+            stride.append(total)
+            total *= sp
+        if total >= 2**63:
+            return None
+        return Packer(tuple(lo), tuple(span), tuple(reversed(stride)))
+
+    def pack(self, parts: list[JoinKeys]) -> JoinKeys:
+        """One chunk's key columns (``ints`` words of each column's domain) as packed keys."""
+        n = parts[0].n
+        acc = np.empty(n, np.uint64)
+        inside = np.empty(n, np.bool_)
+        for j, p in enumerate(parts):
+            pack_column(p.ints, np.uint64(self.lo[j]), np.uint64(self.span[j]), np.uint64(self.stride[j]), j == 0, acc,
+                        inside)
+        valid = _all_valid(parts)
+        valid = inside if valid is None else (valid & inside)
+        return JoinKeys(n, ints=_ro(acc), valid=None if n and valid.all() else valid)
+
+
+def _all_valid(parts: list[JoinKeys]) -> np.ndarray | None:
+    """Rows where no part's key is null (None: every row)."""
+    valid = None
+    for p in parts:
+        if p.valid is not None:
+            valid = p.valid.copy() if valid is None else (valid & p.valid)
+    return valid

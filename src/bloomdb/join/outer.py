@@ -38,6 +38,10 @@ def result_groups(pos: np.ndarray, grp: np.ndarray, unmatched: np.ndarray) -> tu
     if unmatched.shape[0] == 0:
         return pos, grp
     n = pos.shape[0] + unmatched.shape[0]
+    if max(pos[-1] if pos.shape[0] else -1, unmatched[-1]) == n - 1:  # every row 0..n-1 (they are disjoint)
+        out_grp = np.empty(n, np.int64)
+        K.scatter_groups(pos, grp, out_grp)
+        return np.arange(n, dtype=np.int64), out_grp
     out_pos = np.empty(n, np.int64)
     out_grp = np.empty(n, np.int64)
     K.merge_groups(pos, grp, unmatched, out_pos, out_grp)

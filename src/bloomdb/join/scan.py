@@ -19,7 +19,7 @@ import numpy as np
 from .adaptive import AdaptivePolicy
 from .build import BuildSide
 from .compare import KeyDomain
-from .keys import JoinKeys, combine
+from .keys import JoinKeys
 from .outer import unmatched_rows
 from .plan import KEEPS_PROBE
 from .predicates import Predicate, chunk_may_pass, passing
@@ -101,7 +101,7 @@ class Scanner:
     def _keys(self, ch: ProbeChunk) -> JoinKeys:
         if len(self.pkeys) == 1:
             return ch.keys(self.pkeys[0], self.domains[0])
-        return combine([ch.keys(p, d) for p, d in zip(self.pkeys, self.domains)])
+        return self.bs.probe_keys([ch.keys(p, d) for p, d in zip(self.pkeys, self.domains)])
 
     def _match(self, i: int, ch: ProbeChunk, r: ChunkResult) -> tuple[np.ndarray, np.ndarray, bool]:
         """(matched positions, their key groups, whether the filter ran) of chunk ``i``."""

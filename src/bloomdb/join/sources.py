@@ -50,9 +50,7 @@ def numeric_from_arrow(arr: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.
 def gather(arr: pa.Array, positions: np.ndarray) -> pa.Array:
     """``arr`` at ``positions`` (ascending); ``arr`` itself when they are every row in order (a
     left join's usual chunk), saving a copy."""
-    n = len(arr)
-    if positions.shape[0] == n and (n == 0 or (positions[0] == 0 and positions[-1] == n - 1
-                                                and bool((np.diff(positions) == 1).all()))):
+    if every_row(positions, len(arr)):
         return arr
     return arr.take(pa.array(positions))
 

@@ -472,20 +472,19 @@ class DB:
                  prefix=None, reverse: bool = False, include_key: bool = True, include_value: bool = True,
                  snapshot: Snapshot | None = None) -> Iterator:
         """A cursor over the keys in the range (plyvel's signature and semantics, see
-        :mod:`.iterator`), as of ``snapshot`` or of now (an implicit snapshot held until the
-        iterator is closed). Cost: the memtables' entries in the range are copied under the lock;
+        :mod:`.iterator`), as of ``snapshot`` or of now. Cost: the memtables' entries in the
+        range are copied under the lock and the version is held (so "now" needs no snapshot);
         tables are read a block at a time as the cursor moves."""
         lo, hi = half_open(None if start is None else _key(start), None if stop is None else _key(stop),
                            include_start, include_stop, None if prefix is None else _key(prefix))
         with self._lock:
             if self._closed:
                 raise IteratorClosed(f"{self.path}: the store is closed")
-            own = self.snapshot() if snapshot is None else None
-            snap = snapshot.seq if own is None else own.seq
+            snap = self._seq if snapshot is None else snapshot.seq
             px = self.options.prefix_extractor
             q = None if prefix is None or px is None else px.for_prefix(lo)
             view = rangedel.view(self._state, lo, hi, snap, None if q is None else (px.name, q, self._stats, lo, hi))
-        it = Iterator(view, lo, hi, reverse, include_key, include_value, None if own is None else own.close)
+        it = Iterator(view, lo, hi, reverse, include_key, include_value)
         self._iterators.add(it)
         return it
 

@@ -2,7 +2,8 @@
 
 :meth:`DB.iterator` makes an :class:`Iterator` over the keys in a range (``start``/``stop`` with
 ``include_start``/``include_stop``, or a ``prefix``), as of one sequence number (the caller's
-snapshot, or an implicit one taken at creation and held until :meth:`Iterator.close`). The
+snapshot, or the store's last sequence at creation: the memtables' entries in the range are
+copied then and the version is held, so no snapshot needs to be registered). The
 cursor sits *between* two entries: ``next()`` returns the entry after it and steps over it,
 :meth:`prev` returns the entry before it and steps back over it (so ``next(); prev()`` returns
 the same entry twice); with ``reverse=True`` the two swap, as in plyvel. ``seek(key)`` puts the
@@ -33,7 +34,6 @@ makes no value object.
 from __future__ import annotations
 
 import itertools
-import threading
 
 from ..errors import InvalidArgument, StoreClosed
 from . import scan, seek
@@ -125,20 +125,18 @@ class View:
 class Iterator:
     """A cursor over the store (plyvel's ``Iterator``); see the module docstring. Iterating
     yields ``(key, value)``, ``key`` (``include_value=False``), ``value`` (``include_key=False``)
-    or ``None`` (neither). Close it (or use ``with``) to release its implicit snapshot at once;
+    or ``None`` (neither). Close it (or use ``with``) to release its view (and the tables it
+    holds) at once;
     garbage collection releases it too. Not for concurrent use by several threads."""
 
-    def __init__(self, view: View, lo, hi, reverse: bool, include_key: bool, include_value: bool,
-                 on_close=None):
+    def __init__(self, view: View, lo, hi, reverse: bool, include_key: bool, include_value: bool):
         self._view = view
         self._lo = lo
         self._hi = hi
         self._reverse = reverse
         self._ik = include_key
         self._iv = include_value
-        self._on_close = on_close
         self._closed = False
-        self._lock = threading.Lock()
         if reverse:
             self.seek_to_stop()
         else:
@@ -312,19 +310,13 @@ class Iterator:
             raise IteratorClosed("the iterator (or its store) is closed")
 
     def close(self) -> None:
-        """Release the implicit snapshot and the view. Idempotent; later steps raise
-        :class:`IteratorClosed`."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            cb, self._on_close = self._on_close, None
-            self._view = None
-            self._fwd = self._bwd = None
-            self._items = self._keys = []
-            self._pos = 0
-        if cb is not None:
-            cb()
+        """Release the view. Idempotent (and safe from another thread, e.g. the store's
+        ``close``: it only drops references); later steps raise :class:`IteratorClosed`."""
+        self._closed = True
+        self._view = None
+        self._fwd = self._bwd = None
+        self._items = self._keys = []
+        self._pos = 0
 
     def __enter__(self) -> "Iterator":
         return self

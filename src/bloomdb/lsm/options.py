@@ -81,7 +81,12 @@ class Options:
       the cache (later L0 tables are cached unpinned); ``False``: every filter may be evicted.
     * ``max_open_files`` (1000, LevelDB's): with ``cache_bytes``, at most this many table files
       are open at once (least recently used closed first, reopened on demand; :mod:`.table_cache`).
-      The default route keeps each live table memory-mapped (one descriptor per table).
+      The default route does not honour it: each live table stays memory-mapped, and Python
+      3.11's ``mmap.mmap`` keeps a ``dup`` of the file's descriptor for the map's whole life (no
+      way to drop it before 3.13's ``trackfd=False``), so an open store holds one descriptor per
+      live table (62 for a 1M-key store, measured) whatever this says; the lookup kernel reads
+      tables through their maps' addresses, so a map is never closed while its version lives. A
+      store with more tables than the process may open files needs ``cache_bytes``.
     * ``partitioned_filters``: instead of one filter per table, one per
       ``filter_partition_blocks`` (16) data blocks, each read on demand (and kept) by the first
       lookup that needs it, found through a small partition index -- for tables too big to keep

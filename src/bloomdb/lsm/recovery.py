@@ -6,9 +6,10 @@ a new store, writes its identity file first (:mod:`.identity`); :class:`StoreLoc
 process out; :func:`recover` lets the version set recover the table set (manifest, tables,
 obsolete files: :meth:`.version_set.VersionSet.recover`), replays the write-ahead logs it names
 into an L0 table, starts a new log and makes all of it durable in one manifest write before the
-replayed logs are deleted -- or, when the one log left was read to a clean end and its writes fit
-the memtable, keeps them there and appends to that log (:func:`_resume`: nothing written, no
-fsync). A crash at any point leaves a store that recovers the same way.
+replayed logs are deleted -- or, when the one log left was read to a clean end, keeps its few
+writes in the memtable and appends to that log (nothing written, no fsync), or hands many to the
+flush thread as an immutable memtable (:func:`_resume`). A crash at any point leaves a store
+that recovers the same way.
 
 Cost: reading every live log once; then nothing more (a resumed log), or one table write when the
 logs held anything and two manifest writes (4 fsyncs).
@@ -77,29 +78,54 @@ def replay(fs, path: str, logs: list[int], paranoid: bool, seq: int, ends: list 
         if damage:
             break
         p = os.path.join(path, f"{n:06d}.log")
+        last = seq
+        add = mem.add
         for first, ops in wal.read_log(fs.read_all(p), p, paranoid, damage, ends):
-            mem.apply(first, ops, True)
-            seq = max(seq, first + len(ops) - 1)
+            if len(ops) == 1 and type(ops[0][1]) is bytes:  # one put: what most records hold
+                add(first, ops[0][0], ops[0][1], True)
+                last = first
+            else:
+                mem.apply(first, ops, True)
+                last = first + len(ops) - 1
+        seq = max(seq, last)  # sequences grow along the logs
     return mem, seq
 
 
+#: A replayed log holding more than ``memtable_bytes // RESUME_SHARE`` of writes is not appended
+#: to again: replaying it costs ~2.4 us per record at every open (in Python), so its writes are
+#: flushed instead -- in the background, while the store already serves reads.
+RESUME_SHARE = 16
+
+
 def _resume(db, kind: str, logs: list[int], ends: list, mem: MemTable) -> bool:
-    """Keep writing to the one replayed log, its writes staying in the memtable (LevelDB's
-    ``reuse_logs``): no table, no manifest write, no fsync at open. Only for a store of today's
-    kind whose single log was read to a clean end (no torn tail, no damage) and whose memtable
-    has room; True when done. Safe because the manifest already names that log as needed
-    (``log_number`` at or below it): a crash replays it again, with whatever was appended."""
+    """Open without writing anything synchronously when the store's single log was read to a
+    clean end (no torn tail, no damage; a store of today's kind); True when done:
+
+    * few writes in it (``mem.bytes <= memtable_bytes // RESUME_SHARE``): keep them in the
+      memtable and append to that log again (LevelDB's ``reuse_logs``): no table, manifest or
+      fsync. Safe because the manifest already names the log as needed (``log_number`` at or
+      below it): a crash replays it again, with whatever was appended;
+    * more (background threads only): they become the immutable memtable, flushed by the flush
+      thread as soon as the store runs, and a new log is started -- exactly a memtable switch,
+      so a crash before the flush replays both logs in order."""
     if kind != identity.STORE or len(logs) != 1 or len(ends) != 1 or ends[0] is None:
         return False
-    if mem.bytes >= db.options.memtable_bytes:
-        return False
     n = logs[0]
-    try:
-        db._log = wal.LogWriter(db._fs, os.path.join(db.path, f"{n:06d}.log"), n, db.options.wal_buffer_bytes, ends[0])
-    except ValueError:
-        return False
     mem.log_number = n
-    db._mem = mem
+    if mem.bytes <= db.options.memtable_bytes // RESUME_SHARE:
+        try:
+            db._log = wal.LogWriter(db._fs, os.path.join(db.path, f"{n:06d}.log"), n, db.options.wal_buffer_bytes,
+                                    ends[0])
+        except ValueError:
+            return False
+        db._mem = mem
+        return True
+    if db._bg.thread is None:
+        return False  # inline work: the flush would be synchronous anyway (the path below)
+    new = db._new_file_number()
+    db._log = wal.LogWriter(db._fs, os.path.join(db.path, f"{new:06d}.log"), new, db.options.wal_buffer_bytes)
+    db._imm = mem
+    db._mem = MemTable(new)
     return True
 
 
@@ -114,7 +140,7 @@ def recover(db, kind: str) -> None:
     mem, db._seq = replay(fs, db.path, logs, db.options.paranoid_checks, vs.last_seq, ends)
     db._imm = None
     if _resume(db, kind, logs, ends, mem):
-        db._state = (db._mem, None, vs.current)
+        db._state = (db._mem, db._imm, vs.current)
         return
     if len(mem):
         ref = db._write_table(mem, 0)

@@ -136,20 +136,33 @@ def read_log(data, path: str, paranoid: bool = True, damage: list | None = None,
     data = bytes(data)
     pos = 0
     end = len(data)
+    head, put1, u32 = _HDR.unpack_from, _PUT1.unpack_from, _U32.unpack_from
     while pos < end:
-        if not _intact(data, pos):
-            if not _zeros_from(data, pos):  # else the reserved space starts here: a clean end
-                if _intact_after(data, pos + 1):
-                    if paranoid:
-                        raise CorruptionError(f"WAL record at offset {pos} is damaged (intact records follow)", path)
-                    if damage is not None:
-                        damage.append(pos)
-                pos = None  # torn tail: the record was being written when the process died; never acknowledged
-            break
-        (n,) = _U32.unpack_from(data, pos + 4)
-        body_end = pos + _HDR.size + n
-        yield _decode_payload(data[pos + 8 : body_end], path)
-        pos = body_end
+        if end - pos >= _HDR.size + _BATCH.size:  # the common case inline: an intact record, often one put
+            crc, n = head(data, pos)
+            body_end = pos + _HDR.size + n
+            if n >= _BATCH.size and body_end <= end and crc32c(data[pos + 4 : body_end]) == crc:
+                if n >= _PUT1.size + 4:
+                    seq, count, typ, klen = put1(data, pos + 8)
+                    k = pos + 8 + _PUT1.size
+                    if count == 1 and typ == TYPE_VALUE and k + klen + 4 <= body_end:
+                        (vlen,) = u32(data, k + klen)
+                        if k + klen + 4 + vlen == body_end:
+                            yield seq, [(data[k : k + klen], data[k + klen + 4 : body_end])]
+                            pos = body_end
+                            continue
+                yield _decode_payload(data[pos + 8 : body_end], path)
+                pos = body_end
+                continue
+        # not an intact record (:func:`_intact`)
+        if not _zeros_from(data, pos):  # else the reserved space starts here: a clean end
+            if _intact_after(data, pos + 1):
+                if paranoid:
+                    raise CorruptionError(f"WAL record at offset {pos} is damaged (intact records follow)", path)
+                if damage is not None:
+                    damage.append(pos)
+            pos = None  # torn tail: the record was being written when the process died; never acknowledged
+        break
     if ends is not None:
         ends.append(pos)
 
