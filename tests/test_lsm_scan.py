@@ -92,3 +92,80 @@ def test_sort_and_merge_kernels_match_python_on_awkward_keys():
         for rev in (False, True):
             got = [entries[i][0] for i in SK.merge_visible(kd, ko, tr, starts, snap, rev)]
             assert got == (want[::-1] if rev else want)
+
+
+@pytest.mark.parametrize("nruns", [1, 2, 3, 5])
+def test_merge_gather_writes_what_merge_visible_picks(nruns):
+    """:func:`_scan_kernels.merge_gather` (runs as tuples, visible keys and values packed in scan
+    order) against :func:`merge_visible` plus Python picking, on awkward keys (zero bytes,
+    shared 16-byte prefixes, lengths around the prefix words), versions across runs and within
+    a run, deletions, snapshots, empty runs, both directions, with and without values."""
+    import random
+
+    import numpy as np
+
+    from bloomdb.lsm import _scan_kernels as SK
+    from bloomdb.lsm.sstable.builder import pack_bytes
+
+    rng = random.Random(nruns)
+    alphabet = [b"\x00", b"\x01", b"a", b"\xff"]
+    pool = sorted({b"".join(rng.choice(alphabet) for _ in range(rng.choice([0, 1, 8, 15, 16, 17, 24])))
+                   for _ in range(600)})
+    runs, seq = [], 1
+    for r in range(nruns):
+        ks = [] if r == 1 else sorted(rng.sample(pool, 200))
+        ents = []
+        for k in ks:
+            for _ in range(rng.choice([1, 1, 2])):  # a key's versions are adjacent, newest first
+                ents.append((k, seq, rng.random() < 0.2, b"v%d" % seq * rng.randrange(0, 4)))
+                seq += 1
+        ents.sort(key=lambda e: (e[0], -e[1]))
+        runs.append(ents)
+    flat = [e for r in runs for e in r]
+    packed = []
+    for r in runs:
+        kd, ko = pack_bytes([e[0] for e in r])
+        vd, vo = pack_bytes([e[3] for e in r])
+        tr = np.array([(e[1] << 8) | (0 if e[2] else 1) for e in r], np.uint64)
+        packed.append((kd.copy(), ko, tr, vd.copy(), vo))
+    kds, kos, trs, vds, vos = zip(*packed)
+    kd, ko = pack_bytes([e[0] for e in flat])
+    tr = np.array([(e[1] << 8) | (0 if e[2] else 1) for e in flat], np.uint64)
+    starts = np.cumsum([0] + [len(r) for r in runs])
+    for snap in (seq, seq // 2):
+        for rev in (False, True):
+            sel = SK.merge_visible(kd, ko, tr, starts, snap, rev)
+            want = [(flat[i][0], flat[i][3]) for i in sel]
+            assert want, (snap, rev)
+            for values in (True, False):
+                okd, oko, ovd, ovo, m = SK.merge_gather(kds, kos, trs, vds, vos, snap, rev, values)
+                keys = [okd[oko[j] : oko[j + 1]].tobytes() for j in range(m)]
+                assert keys == [k for k, _ in want]
+                if values:
+                    assert [ovd[ovo[j] : ovo[j + 1]].tobytes() for j in range(m)] == [v for _, v in want]
+
+
+def test_copy_bytes_is_a_memmove_between_uint8_arrays():
+    """The decode and merge kernels copy keys and values with :func:`_intrinsics.copy_bytes`:
+    any offsets, zero length, overlapping ranges of one array (memmove, not memcpy)."""
+    import numpy as np
+    from numba import njit
+
+    from bloomdb._intrinsics import copy_bytes
+
+    @njit
+    def copy(dst, dpos, src, spos, n):
+        copy_bytes(dst, dpos, src, spos, n)
+
+    src = np.arange(200, dtype=np.uint8)
+    for dpos, spos, n in ((0, 0, 0), (3, 17, 100), (0, 199, 1), (150, 0, 50)):
+        dst = np.zeros(200, np.uint8)
+        want = dst.copy()
+        want[dpos : dpos + n] = src[spos : spos + n]
+        copy(dst, dpos, src, spos, n)
+        assert (dst == want).all()
+    a = np.arange(64, dtype=np.uint8)
+    want = a.copy()
+    want[8:40] = a[0:32].copy()
+    copy(a, 8, a, 0, 32)  # overlapping, forward
+    assert (a == want).all()

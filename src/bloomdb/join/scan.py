@@ -45,6 +45,19 @@ class Scanner:
         self.src, self.bs, self.pkeys, self.domains, self.how = src, bs, pkeys, domains, how
         self.policy, self.bloom, self.preds, self.sink, self.matched_groups = policy, bloom, preds, sink, matched_groups
         self.ptype = src.schema.field(pkeys[0]).type
+        self._in_range = self._ranges()
+
+    def _ranges(self) -> np.ndarray | None:
+        """Per chunk, whether a build key lies in its key min/max, decided here for every chunk
+        before the scan starts (one sort of the build keys, in this thread; the pool's threads
+        then neither sort them twice nor take turns at the GIL for a search per chunk). None
+        for sources whose chunks are known only as the scan takes them (streams)."""
+        n = self.src.num_chunks
+        if not n or self.bs.non_null_rows == 0:
+            return None
+        stat = self.domains[0].stat_range
+        return np.array([self.bs.any_key_between(stat(*self.src.key_stats(i, self.pkeys[0]), self.ptype))
+                         for i in range(n)], np.bool_)
 
     def __call__(self, i: int) -> ChunkResult:
         n = self.src.chunk_rows(i)
@@ -85,8 +98,10 @@ class Scanner:
         bs = self.bs
         if bs.non_null_rows == 0:
             return "minmax"
-        bounds = self.domains[0].stat_range(*self.src.key_stats(i, self.pkeys[0]), self.ptype)
-        if not bs.any_key_between(bounds):
+        if self._in_range is not None:
+            if not self._in_range[i]:
+                return "minmax"
+        elif not bs.any_key_between(self.domains[0].stat_range(*self.src.key_stats(i, self.pkeys[0]), self.ptype)):
             return "minmax"
         if self.bloom is not None and not self.bloom[i]:
             return "bloom"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._intrinsics import copy_bytes
 from .sstable._table_kernels import _prefix_words, cmp_tail
 
 
@@ -92,3 +93,69 @@ def merge_visible(kdata, koff, trailers, run_starts, snap, reverse):
             out[m] = vis
             m += 1
     return out[:m]
+
+
+@njit(cache=True, nogil=True)
+def merge_gather(kds, kos, trs, vds, vos, snap, reverse, values):
+    """:func:`merge_visible` over runs given as tuples of packed arrays (run ``r``: keys
+    ``kds[r]``/``kos[r]``, trailers ``trs[r]``, values ``vds[r]``/``vos[r]``; each ascending by
+    key, offsets from 0), writing the visible entries' keys (and values, with ``values``) in scan
+    order straight into new packed arrays: ``(kdata, koff, vdata, voff, m)`` -- ``m`` entries, the
+    offset arrays hold ``m + 1`` valid words. The runs' keys and trailers are laid side by side
+    first (small; the merge then reads flat arrays), values are copied once, from their run to
+    the output: no concatenation of values, no index list for Python to pick by.
+    Cost: O(entries * runs) word comparisons plus one copy of each key and visible value."""
+    nr = len(kds)
+    run_starts = np.zeros(nr + 1, np.int64)
+    kb = 0
+    vb = 0
+    for r in range(nr):
+        run_starts[r + 1] = run_starts[r] + trs[r].shape[0]
+        kb += kds[r].shape[0]
+        vb += vds[r].shape[0]
+    n = run_starts[nr]
+    kdata = np.empty(kb, np.uint8)
+    koff = np.empty(n + 1, np.int64)
+    trailers = np.empty(n, np.uint64)
+    koff[0] = 0
+    q = 0
+    for r in range(nr):
+        kd = kds[r]
+        ko = kos[r]
+        tr = trs[r]
+        a = run_starts[r]
+        base = koff[a]
+        copy_bytes(kdata, base, kd, 0, kd.shape[0])
+        for i in range(tr.shape[0]):
+            koff[a + i + 1] = base + ko[i + 1]
+            trailers[a + i] = tr[i]
+    sel = merge_visible(kdata, koff, trailers, run_starts, snap, reverse)
+    m = sel.shape[0]
+    okd = np.empty(kb, np.uint8)
+    oko = np.empty(m + 1, np.int64)
+    ovd = np.empty(vb if values else 0, np.uint8)
+    ovo = np.zeros(m + 1 if values else 1, np.int64)
+    oko[0] = 0
+    kp = 0
+    vp = 0
+    r = 0
+    for j in range(m):
+        e = sel[j]
+        a = koff[e]
+        ln = koff[e + 1] - a
+        copy_bytes(okd, kp, kdata, a, ln)
+        kp += ln
+        oko[j + 1] = kp
+        if values:
+            while e < run_starts[r]:  # the entry's run (runs are searched from the last one used)
+                r -= 1
+            while e >= run_starts[r + 1]:
+                r += 1
+            vo = vos[r]
+            i = e - run_starts[r]
+            a = vo[i]
+            ln = vo[i + 1] - a
+            copy_bytes(ovd, vp, vds[r], a, ln)
+            vp += ln
+            ovo[j + 1] = vp
+    return okd, oko, ovd, ovo, m

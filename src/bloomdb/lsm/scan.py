@@ -6,14 +6,17 @@ takes, from every source, the entries up to a *bound* -- the smallest last key a
 chunks of sources that have more to read (forward; the largest first key in reverse) -- so no
 entry beyond the bound can be missing from the round; versions of one key never straddle a
 block or a table, so everything up to and including the bound key is complete. The round's
-entries are merged by key and the visible version per key is picked by one kernel (newest
-sequence ``<= snap``; deletions drop the key); the round's keys and values become Python bytes
-in two pyarrow ``to_pylist`` C loops, the visible ones are picked by an ``itemgetter`` and
-handed out through ``zip``/``itertools.chain`` (no Python frame per pair).
+entries are merged by key and the visible version per key is picked by one kernel
+(:func:`._scan_kernels.merge_gather`: newest sequence ``<= snap``; deletions drop the key), which
+writes the visible keys and values packed in scan order; they become Python bytes in two pyarrow
+``to_pylist`` C loops and are handed out through ``zip``/``itertools.chain`` (no Python frame
+per pair). A round with range tombstones (``hide``) or more than :data:`MAX_GATHER_RUNS` runs
+takes the older path: concatenate, :func:`._scan_kernels.merge_visible`, pick by index.
 
-Cost per entry (1M-key store, three sources): ~0.22 us -- decode ~65 ns, merge ~16 ns, bytes
-objects, picking and tuples ~80 ns; per round (about ``CHUNK_BLOCKS`` blocks of every source) a
-few kernel calls.
+Cost per entry (1M-key store, four sources, CPU time on a loaded 2-core machine,
+docs/benchmarks.md): decode ~57 ns, merge and gather ~49 ns, bytes objects ~59 ns, the caller's
+loop, ``zip`` and per-round Python ~100 ns; per round (about ``CHUNK_BLOCKS`` blocks of every
+source; 64 measured 10% faster than 32) a few kernel calls.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from . import _scan_kernels as SK
 from .sstable.builder import pack_bytes
 from .sstable.reader import concat_packed
 
-CHUNK_BLOCKS = 32
+CHUNK_BLOCKS = 64
+MAX_GATHER_RUNS = 32  #: a round with more runs (many L0 tables) takes the concatenating path
 _EMPTY = (np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.uint8),
           np.zeros(1, np.int64))
 
@@ -38,6 +42,24 @@ def _slice(p, a: int, b: int):
     """Entries ``a..b`` of packed ``p`` as a packed tuple whose offsets start at 0."""
     kd, ko, tr, vd, vo = p
     return (kd[ko[a] : ko[b]], ko[a : b + 1] - ko[a], tr[a:b], vd[vo[a] : vo[b]], vo[a : b + 1] - vo[a])
+
+
+def _bytes_list(data, off, m: int) -> list[bytes]:
+    """Items ``0..m`` of packed ``data``/``off`` as a list of bytes (one pyarrow C loop)."""
+    return pa.Array.from_buffers(pa.large_binary(), m, [None, pa.py_buffer(off), pa.py_buffer(data)]).to_pylist()
+
+
+def _gather_round(takes, snap: int, reverse: bool, values: bool):
+    """One round's runs merged by :func:`._scan_kernels.merge_gather` (the visible entries
+    packed in scan order). The runs go in as tuples padded with empty runs to a power of two
+    (one compiled variant per size: 1, 2, 4, ... :data:`MAX_GATHER_RUNS`); read-only arrays
+    (memtable chunks) are copied so every tuple holds one array type."""
+    k = 1
+    while k < len(takes):
+        k *= 2
+    runs = [tuple(a if a.flags.writeable else a.copy() for a in p) for p in takes] + [_EMPTY] * (k - len(takes))
+    kds, kos, trs, vds, vos = zip(*runs)
+    return SK.merge_gather(kds, kos, trs, vds, vos, snap, reverse, values)
 
 
 def _key_at(p, i: int) -> np.ndarray:
@@ -171,6 +193,11 @@ def visible_rounds(sources, start, end, reverse: bool, snap: int, values: bool =
                 s.cur = _EMPTY
         takes = [p for p in takes if len(p[2])]
         if not takes:
+            continue
+        if hide is None and len(takes) <= MAX_GATHER_RUNS:
+            kd, ko, vd, vo, m = _gather_round(takes, snap, reverse, values)
+            if m:
+                yield _bytes_list(kd, ko, m), (_bytes_list(vd, vo, m) if values else None)
             continue
         kd, ko, tr, vd, vo = concat_packed(takes)
         run_starts = np.cumsum([0] + [len(p[2]) for p in takes])

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..._intrinsics import copy_bytes
+
 ST_MISSING = 0
 ST_VALUE = 1
 ST_DELETED = 2
@@ -181,7 +183,7 @@ def block_get(buf, start, size, key, snap):
             return ST_CORRUPT, 0, 0
         if shared + unshared > size:
             return ST_CORRUPT, 0, 0
-        scratch[shared : shared + unshared] = buf[p : p + unshared]
+        copy_bytes(scratch, shared, buf, p, unshared)  # in bounds: checked just above
         klen = shared + unshared
         p += unshared
         c = _cmp_user(scratch, 0, klen - 8, key)
@@ -412,18 +414,16 @@ def decode_into(buf, offs, sizes, kdata, koff, trailers, vdata, voff, first):
                 grown = np.empty(2 * klen, np.uint8)
                 grown[:shared] = scratch[:shared]
                 scratch = grown
-            for t in range(unshared):
-                scratch[shared + t] = buf[p + t]
+            copy_bytes(scratch, shared, buf, p, unshared)  # scratch holds klen bytes
             p += unshared
             uk = klen - 8
-            for t in range(uk):
-                kdata[kpos + t] = scratch[t]
+            copy_bytes(kdata, kpos, scratch, 0, uk)
             kpos += uk
             tr = np.uint64(0)
             for t in range(8):
                 tr |= np.uint64(scratch[uk + t]) << np.uint64(8 * t)
             trailers[i] = tr
-            vdata[vpos : vpos + vlen] = buf[p : p + vlen]
+            copy_bytes(vdata, vpos, buf, p, vlen)  # in bounds: decoded_sizes checked p + vlen <= rpos
             vpos += vlen
             p += vlen
             i += 1
