@@ -104,10 +104,14 @@ def test_fill_groups_bitmap_matches_a_model(seed):
     out = np.empty(total, np.int64)
     bits = np.full((total + 7) >> 3, 0xAB, np.uint8)  # stale bytes: every byte must be written whole
     nulls = K.fill_groups_bitmap(groups, start, grouped, valid if valid is not None else np.zeros(1, np.bool_),
-                                 valid is not None, out, bits)
+                                 valid is not None, True, out, bits)
     assert nulls == ok.count(False)
     assert out.tolist() == want
     assert np.unpackbits(bits, count=total, bitorder="little").astype(bool).tolist() == ok
+    live = groups[groups >= 0]  # no nulls possible: values only, no bitmap
+    out2 = np.empty(int((start[live + 1] - start[live]).sum()), np.int64)
+    assert K.fill_groups_bitmap(live, start, grouped, np.zeros(1, np.bool_), False, False, out2, bits) == 0
+    assert out2.tolist() == _model_fill(live, start, grouped, None)[0]
 
 
 def test_left_join_rows_match_duckdb_with_every_probe_row_kept(tmp_path):

@@ -328,18 +328,29 @@ def scatter_groups(pos, groups, out):
 
 
 @njit(cache=True, nogil=True)
-def fill_groups_bitmap(groups, group_start, grouped, grouped_valid, use_valid, out, bits):
+def fill_groups_bitmap(groups, group_start, grouped, grouped_valid, use_valid, bitmap, out, bits):
     """For each result probe row's key group ``groups[j]``: the values ``grouped[start[g]:start[g+1]]``
     (a build column in group order, so a key's build rows are one contiguous run), or one null
-    where ``g == -1`` (``out`` 0). Validity goes to an Arrow bitmap: bit ``o`` of ``bits`` (uint8,
-    LSB first, ``ceil(total / 8)`` bytes, each written whole) is set where result row ``o`` is not
-    null; ``grouped_valid`` marks non-null build values when ``use_valid``. Returns the null
-    count. One sequential pass over the output; the runs of the next ``AHEAD`` rows are prefetched
-    (groups are visited in random order)."""
+    where ``g == -1`` (``out`` 0). With ``bitmap``, validity goes to an Arrow bitmap: bit ``o`` of
+    ``bits`` (uint8, LSB first, ``ceil(total / 8)`` bytes, each written whole) is set where result
+    row ``o`` is not null; ``grouped_valid`` marks non-null build values when ``use_valid``
+    (without ``bitmap`` neither is read: no group is -1 and no build value is null). Returns the
+    null count. One sequential pass over the output; the runs of the next ``AHEAD`` rows are
+    prefetched (groups are visited in random order)."""
+    n = groups.shape[0]
+    if not bitmap:
+        o = 0
+        for j in range(n):
+            if j + AHEAD < n:
+                prefetch(grouped, group_start[groups[j + AHEAD]])
+            g = groups[j]
+            for r in range(group_start[g], group_start[g + 1]):
+                out[o] = grouped[r]
+                o += 1
+        return 0
     o = 0
     nulls = 0
     byte = np.uint8(0)
-    n = groups.shape[0]
     for j in range(n):
         if j + AHEAD < n and groups[j + AHEAD] >= 0:
             prefetch(grouped, group_start[groups[j + AHEAD]])

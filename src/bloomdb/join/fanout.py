@@ -91,8 +91,9 @@ class GroupedColumn:
 def _fill(t: pa.DataType, groups, group_start, grouped: np.ndarray, valid: np.ndarray | None, total: int) -> pa.Array:
     """An Arrow array of ``t``: each group's run of ``grouped`` in turn, null for group -1."""
     out = np.empty(total, grouped.dtype)
-    bits = np.empty((total + 7) >> 3, np.uint8)
+    bitmap = valid is not None or bool(groups.shape[0] and groups.min() < 0)
+    bits = np.empty((total + 7) >> 3 if bitmap else 1, np.uint8)
     nulls = int(K.fill_groups_bitmap(groups, group_start, grouped, valid if valid is not None else _NO_VALID,
-                                     valid is not None, out, bits))
+                                     valid is not None, bitmap, out, bits))
     return pa.Array.from_buffers(t, total, [pa.py_buffer(bits) if nulls else None, pa.py_buffer(out)],
                                  null_count=nulls)

@@ -3,8 +3,8 @@
 Concurrency: one lock serialises writers and state changes; readers never lock. All the state a
 reader needs is one tuple ``(memtable, immutable memtable, version)`` swapped atomically, in an
 order that never hides data (the flushed table is installed in the same swap that drops the
-immutable memtable). Flushes and compactions run in one background thread (or inline in the
-writer with ``Options(background_compaction=False)``).
+immutable memtable). Flushes and compactions run in two background threads, a flush never
+queued behind a compaction (or inline in the writer with ``Options(background_compaction=False)``).
 
 Durability: a write is appended to the WAL (one record per batch) before it is applied; with
 ``sync=True`` the WAL is fsynced before the call returns. Any I/O failure while writing the WAL,

@@ -118,8 +118,10 @@ class MemTable:
         value is (item ``vidx[i]`` of ``vdata``/``voff``: the table builder's input, one copy less).
 
         Cost without history (the common case): a few C-speed passes over the dict to pack the
-        keys and values, then one numba sort and two gathers that release the GIL (this runs in
-        the background thread; its GIL time is taken from the writer).
+        keys and values, then one numba call that sorts the keys, gathers them and lays out the
+        trailers (this runs in the background thread, beside the writer: each time a kernel
+        releases the GIL, taking it back waits up to the interpreter's switch interval behind a
+        busy writer, so the work is done in as few calls as possible).
         """
         if self.history:
             keys, trs, vals = [], [], []
@@ -135,21 +137,21 @@ class MemTable:
             return pack_bytes([]) + (np.zeros(0, np.uint64),) + pack_bytes([])
         keys = list(self.latest)
         ents = list(self.latest.values())
-        trs = np.fromiter(map(_SEQ, ents), np.uint64, n) << np.uint64(8)
+        seqs = np.fromiter(map(_SEQ, ents), np.uint64, n)
         vals = list(map(_VALUE, ents))
         if None in vals:  # deletions: type 0, empty value
-            trs |= np.fromiter(map(_IS_VALUE, vals), np.uint64, n)
+            live = np.fromiter(map(_IS_VALUE, vals), np.uint8, n)
             vals = [b"" if v is None else v for v in vals]
         else:
-            trs |= np.uint64(1)
-        kd, ko = pack_bytes(keys)
-        vd, vo = pack_bytes(vals)
-        order = TK.argsort_packed(kd, ko)
-        kd, ko = gather(kd, ko, order)
+            live = np.ones(n, np.uint8)
+        kd = np.frombuffer(b"".join(keys), np.uint8)
+        vd = np.frombuffer(b"".join(vals), np.uint8)
+        kd, ko, trs, order, vo = TK.sort_run(kd, np.fromiter(map(len, keys), np.int64, n), seqs, live,
+                                             np.fromiter(map(len, vals), np.int64, n))  # one kernel call
         if indexed:
-            return kd, ko, trs[order], vd, vo, order
+            return kd, ko, trs, vd, vo, order
         vd, vo = gather(vd, vo, order)
-        return kd, ko, trs[order], vd, vo
+        return kd, ko, trs, vd, vo
 
     def __len__(self) -> int:
         """Distinct keys plus range tombstones (0: nothing to flush)."""

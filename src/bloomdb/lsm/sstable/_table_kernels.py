@@ -230,3 +230,55 @@ def table_get(buf, index, checked, key, snap):
     e = 1 + 6 * lo
     st, vo, vl = block_get(buf, index[e + 4], index[e + 5], key, snap)
     return st, lo, vo, vl
+
+
+@njit(cache=True, nogil=True)
+def trailer_stats(tr):
+    """``(smallest sequence, largest sequence, deletions)`` of the trailers ``tr`` (``seq << 8 |
+    type``, type 0 a deletion): one pass, one GIL release (three numpy reductions released and
+    took back the GIL three times, each a wait behind a busy writer)."""
+    lo = tr[0] >> np.uint64(8)
+    hi = lo
+    dels = 0
+    for i in range(tr.shape[0]):
+        s = tr[i] >> np.uint64(8)
+        if s < lo:
+            lo = s
+        if s > hi:
+            hi = s
+        if (tr[i] & np.uint64(0xFF)) == np.uint64(0):
+            dels += 1
+    return lo, hi, dels
+
+
+@njit(cache=True, nogil=True)
+def _offsets(lens):
+    off = np.zeros(lens.shape[0] + 1, np.int64)
+    for i in range(lens.shape[0]):
+        off[i + 1] = off[i] + lens[i]
+    return off
+
+
+@njit(cache=True, nogil=True)
+def sort_run(kdata, klens, seqs, live, vlens):
+    """A memtable's entries in table order, in one call: ``(kdata, koff, trailers, order,
+    voff)`` -- the keys (packed ``kdata``, lengths ``klens``) sorted bytewise
+    (:func:`argsort_packed`) and gathered, the trailers ``seq << 8 | live`` in that order,
+    ``order`` (entry ``i`` of the result is input ``order[i]``) and the values' offsets (lengths
+    ``vlens``; the values stay where they are, in input order). Keys are distinct."""
+    koff = _offsets(klens)
+    order = argsort_packed(kdata, koff)
+    n = order.shape[0]
+    kd = np.empty(koff[n], np.uint8)
+    ko = np.zeros(n + 1, np.int64)
+    tr = np.empty(n, np.uint64)
+    p = 0
+    for j in range(n):
+        i = order[j]
+        a = koff[i]
+        b = koff[i + 1]
+        kd[p : p + b - a] = kdata[a:b]
+        p += b - a
+        ko[j + 1] = p
+        tr[j] = (seqs[i] << np.uint64(8)) | np.uint64(live[i])
+    return kd, ko, tr, order, _offsets(vlens)

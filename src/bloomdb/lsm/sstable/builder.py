@@ -232,10 +232,9 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
             parts.append(framed)
             pos += len(framed)
         fbytes = b"".join(pindex)
-    seqs = tr >> np.uint64(8)
-    dels = int(np.count_nonzero((tr & np.uint64(0xFF)) == 0))
+    lo, hi, dels = TK.trailer_stats(tr)
     rseqs = [q for _, _, q in range_dels]
-    meta = Meta(n, dels, min([int(seqs.min())] + rseqs), max([int(seqs.max())] + rseqs), int(koff[-1] - koff[0]),
+    meta = Meta(n, int(dels), min([int(lo)] + rseqs), max([int(hi)] + rseqs), int(koff[-1] - koff[0]),
                 int(vbytes), len(lasts), key(0), key(n - 1), filter_spec if fbytes else None,
                 tuple(range_dels), *_prefix_filter(prefix, filter_spec, kdata, koff))
     handles = []
@@ -249,8 +248,12 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
     tmp = path + TMP_SUFFIX  # complete tables only under their real name (see TMP_SUFFIX)
     f = fs.open_append(tmp)
     try:
-        for part in parts:  # one write each: no joined copy of the table (held the GIL)
-            f.write(part)
+        # two writes: the first part (uncompressed: every data block) as it is, no copy, and the
+        # rest joined -- each write releases the GIL, and taking it back behind a busy writer
+        # waits up to the switch interval (a compressed table's ~1000 block frames were as many)
+        f.write(parts[0])
+        if len(parts) > 1:
+            f.write(b"".join(parts[1:]))
         if sync:
             f.sync()
     finally:
