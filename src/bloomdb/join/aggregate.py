@@ -68,7 +68,10 @@ def _words(v: np.ndarray) -> tuple[np.ndarray, bool]:
 def _plain_sum(v: np.ndarray, pos: np.ndarray, use_pos: bool, valid: np.ndarray, use_valid: bool) -> Any:
     """:func:`exact_sum` without multiplicities (fewer than 2^31 rows): vectorised kernels."""
     if v.dtype.kind == "f":
-        s, cnt = S.float_sum(_ro(v.astype(np.float64, copy=False)), pos, use_pos, valid, use_valid)
+        f = _ro(v.astype(np.float64, copy=False))
+        s, cnt = S.float_sum(f, pos, use_pos, valid, use_valid)
+        if not np.isfinite(s):  # infinities or an overflow: the serial order's answer, as before the lanes
+            s, cnt = K.weighted_sum(f, pos, use_pos, _NO_W, False, valid, use_valid)
         return float(s) if cnt else None
     bits, signed = _words(v)
     lo, hi, cnt = S.int_sum(bits, signed, pos, use_pos, valid, use_valid)
