@@ -10,9 +10,10 @@ per key written. cProfile cannot see inside numba kernels or the background thre
 """
 import sys, tempfile, time, os, shutil, collections, functools
 import numpy as np
-from bloomdb.lsm import DB, Options, WriteBatch
-from bloomdb.bench.db_bench import make_keys, warmup
+from bloomdb.lsm import DB, Options
+from bloomdb.bench.db_bench import batches, bloomdb_write_batch, make_keys, puts, warmup
 import bloomdb.lsm.memtable as MT
+import bloomdb.lsm.logrun as LR
 import bloomdb.lsm.sstable.builder as B
 import bloomdb.lsm.compaction.executor as EX
 import bloomdb.lsm.sstable.reader as R
@@ -33,6 +34,7 @@ def wrap(mod, name, label):
             e = acc[label]; e[0] += 1; e[1] += time.perf_counter() - t; e[2] += time.thread_time() - c
     setattr(mod, name, g)
 wrap(MT.MemTable, "table_arrays", "flush: memtable -> sorted arrays")
+wrap(LR, "table_arrays", "flush: log -> sorted arrays (or None)")
 for nm in ("encode_blocks",):
     wrap(B.K, nm, "build: encode_blocks kernel")
 wrap(B.TK, "frame_raw", "build: frame_raw + crc")
@@ -57,16 +59,10 @@ order = keys if mode == "seq" else shuffled
 root = tempfile.mkdtemp(dir="/tmp/lsmw")
 db = DB.open(os.path.join(root, "db"), Options(background_compaction=False))
 t = time.perf_counter(); c = time.thread_time()
-if mode == "batch":
-    for s in range(0, n, 1000):
-        b = WriteBatch()
-        for i in range(s, min(n, s + 1000)):
-            b.put(order[i], values[i & 1023])
-        db.write(b)
+if mode == "batch":  # db-bench's own fill loops: the same work it times
+    batches(functools.partial(bloomdb_write_batch, db), order, values)
 else:
-    put = db.put
-    for i in range(n):
-        put(order[i], values[i & 1023])
+    puts(db.put, order, values)
 wall, cpu = time.perf_counter() - t, time.thread_time() - c
 db.close(); shutil.rmtree(root)
 print(f"{mode} n={n}: wall {wall:.2f}s cpu {cpu:.2f}s ({cpu/n*1e6:.2f} us/op)")

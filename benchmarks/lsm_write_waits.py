@@ -19,8 +19,10 @@ import tempfile
 import threading
 import time
 
-from bloomdb.bench.db_bench import make_keys, warmup
-from bloomdb.lsm import DB, Options, WriteBatch
+import functools
+
+from bloomdb.bench.db_bench import batches, bloomdb_write_batch, make_keys, puts, warmup
+from bloomdb.lsm import DB, Options
 import bloomdb.lsm.background as BG
 import bloomdb.lsm.db as DBM
 import bloomdb.lsm.version_set as VS
@@ -81,22 +83,15 @@ root = tempfile.mkdtemp()
 db = DB.open(os.path.join(root, "db"), Options())
 instrument(db)
 if mode == "over":
-    for i in range(n):
-        db.put(order[i], values[i & 1023])
+    puts(db.put, order, values)
     db.wait_for_compactions()
     waits.clear(), counts.clear(), steps.clear()
     order = shuffled[::-1]
 t, c, p = time.perf_counter(), time.thread_time(), time.process_time()
-if mode == "batch":
-    for s in range(0, n, 1000):
-        b = WriteBatch()
-        for i in range(s, min(n, s + 1000)):
-            b.put(order[i], values[i & 1023])
-        db.write(b)
+if mode == "batch":  # db-bench's own fill loops: the same work it times
+    batches(functools.partial(bloomdb_write_batch, db), order, values)
 else:
-    put = db.put
-    for i in range(n):
-        put(order[i], values[i & 1023])
+    puts(db.put, order, values)
 wall, cpu, pcpu = time.perf_counter() - t, time.thread_time() - c, time.process_time() - p
 print(f"{mode} n={n}: wall {wall:.2f}s, writer CPU {cpu:.2f}s, process CPU {pcpu:.2f}s, "
       f"load {os.getloadavg()[0]:.1f}, switch interval {sys.getswitchinterval() * 1e3:g} ms")

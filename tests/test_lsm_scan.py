@@ -169,3 +169,36 @@ def test_copy_bytes_is_a_memmove_between_uint8_arrays():
     want[8:40] = a[0:32].copy()
     copy(a, 8, a, 0, 32)  # overlapping, forward
     assert (a == want).all()
+
+
+def test_scans_run_few_compiled_merge_variants(tmp_path, monkeypatch):
+    """A round's runs are padded to one of :data:`scan.GATHER_SIZES`, whatever the store's shape
+    (memtable, 0 to 10 L0 tables, deeper levels), so a process loads at most that many variants
+    of ``merge_gather`` (each a ~10 ms load from numba's cache, paid in a scan's first round);
+    the answers stay the model's."""
+    from bloomdb.lsm import _scan_kernels as SK
+
+    sizes = set()
+    kernel = SK.merge_gather
+
+    def counting(kds, *rest):
+        sizes.add(len(kds))
+        return kernel(kds, *rest)
+
+    monkeypatch.setattr(SK, "merge_gather", counting)
+    model = {}
+    with DB.open(str(tmp_path / "db"), small_options(background_compaction=False, level0_trigger=64,
+                                                     level0_stop=64)) as db:
+        for t in range(11):
+            for i in range(t, 300, 3 + t % 4):
+                k, v = b"k%04d" % i, b"v%d-%d" % (t, i)
+                db.put(k, v)
+                model[k] = v
+            if t < 10:
+                db.flush()
+            want = sorted(model.items())
+            assert list(db.scan()) == want
+            assert list(db.scan(b"k0100", b"k0200", reverse=True)) == [kv for kv in want[::-1]
+                                                                       if b"k0100" <= kv[0] < b"k0200"]
+        assert db.stats()["tables_per_level"][0] >= 9
+    assert sizes and sizes <= set(scan.GATHER_SIZES), sizes

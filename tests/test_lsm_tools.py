@@ -37,7 +37,7 @@ def test_db_bench_prefix_seeks_read_the_same_entries(tmp_path, engine, mod):
     db = db_bench.ENGINES[engine](str(tmp_path / engine), "blocked:10", None, prefix=db_bench.PREFIX)
     try:
         keys, shuffled, _, values = db_bench.make_keys(3000)
-        db_bench._batches(db.write_batch, shuffled, values, None)
+        db_bench.batches(db.write_batch, shuffled, values, None)
         db.settle()
         p = keys[1234][: db_bench.PREFIX]
         assert db.seek_prefix(p) == db_bench.SEEK_NEXTS  # 100 keys have it

@@ -109,8 +109,10 @@ def test_batch_fast_path_with_repeated_keys_matches_a_dict(tmp_path):
                 b.put(k, v)
                 model[k] = v
             db.write(b)
-            assert len(db._mem.latest) == len(set(db._mem.keys) | set(db._mem.pending))
-            assert len(db._mem.pending) == len(set(db._mem.pending))
+            if rng.random() < 0.3:  # the sorted keys catch up with the dict's new keys, each once
+                with db._lock:
+                    db._mem._merge_pending()
+                    assert list(db._mem.keys) == sorted(db._mem.latest)
         assert dict(db.scan()) == model
     with DB.open(tmp_path / "s", _opts()) as db:
         assert dict(db.scan()) == model

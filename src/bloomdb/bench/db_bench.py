@@ -93,12 +93,7 @@ class _Bloomdb:
         self.put = self.db.put
 
     def write_batch(self, pairs):
-        from ..lsm import WriteBatch
-
-        b = WriteBatch()
-        for k, v in pairs:
-            b.put(k, v)
-        self.db.write(b)
+        bloomdb_write_batch(self.db, pairs)
 
     def settle(self):
         self.db.wait_for_compactions()
@@ -118,6 +113,16 @@ class _Bloomdb:
 
     def close(self):
         self.db.close()
+
+
+def bloomdb_write_batch(db, pairs) -> None:
+    """``pairs`` written to the bloomdb store ``db`` as one ``WriteBatch`` (a ``put`` per pair)."""
+    from ..lsm import WriteBatch
+
+    b = WriteBatch()
+    for k, v in pairs:
+        b.put(k, v)
+    db.write(b)
 
 
 class _Peer:
@@ -268,7 +273,10 @@ def _progress(total, desc, enabled):
     return bar(total, desc, unit="op", unit_scale=True)
 
 
-def _puts(put, order, values, bar):
+def puts(put, order, values, bar=None):
+    """The single-put fill loop of ``fillseq``/``fillrandom``/``overwrite``: ``put(order[i],
+    values[i & 1023])`` for every ``i`` (``bar``: a progress bar updated every 20,000 puts). The
+    write profiles in ``benchmarks/`` call it too, so they time exactly what db-bench times."""
     n = len(order)
     for s in range(0, n, 20000):
         for i in range(s, min(n, s + 20000)):
@@ -277,7 +285,9 @@ def _puts(put, order, values, bar):
             bar.update(min(n, s + 20000) - s)
 
 
-def _batches(write_batch, order, values, bar):
+def batches(write_batch, order, values, bar=None):
+    """The ``fillbatch`` loop: ``write_batch(pairs)`` per ``BATCH`` consecutive keys of ``order``
+    (an engine's ``write_batch``, e.g. :func:`bloomdb_write_batch`)."""
     n = len(order)
     for s in range(0, n, BATCH):
         write_batch([(order[i], values[i & 1023]) for i in range(s, min(n, s + BATCH))])
@@ -326,9 +336,9 @@ class _Runner:
         self.path = os.path.join(self.root, phase)
         db = self.db = self.cls(self.path, self.spec, self.compression)
         if batched:
-            self._timed(phase, lambda bar: _batches(db.write_batch, order, self.values, bar), self.n)
+            self._timed(phase, lambda bar: batches(db.write_batch, order, self.values, bar), self.n)
         else:
-            self._timed(phase, lambda bar: _puts(db.put, order, self.values, bar), self.n)
+            self._timed(phase, lambda bar: puts(db.put, order, self.values, bar), self.n)
         db.settle()
 
     def _cold(self, phase, order):
@@ -359,7 +369,7 @@ class _Runner:
             self._fill("fillrandom", shuffled, False)
         db = self.db
         if phase == "overwrite":
-            self._timed(phase, lambda bar: _puts(db.put, shuffled[::-1], self.values, bar), n)
+            self._timed(phase, lambda bar: puts(db.put, shuffled[::-1], self.values, bar), n)
             db.settle()
         elif phase == "readrandom":
             self._timed(phase, lambda bar: _timed_loop(db.get, shuffled, bar), n)
@@ -387,7 +397,7 @@ class _Runner:
         """Its own store under a prefix extractor, filled untimed; then the timed prefix seeks."""
         db = self.cls(os.path.join(self.root, "seekprefix"), self.spec, self.compression, prefix=PREFIX)
         try:
-            _batches(db.write_batch, self.shuffled, self.values, None)
+            batches(db.write_batch, self.shuffled, self.values, None)
             if callable(getattr(db.db, "flush", None)):  # bloomdb, RocksDB: every key in a table (LevelDB: no API)
                 db.db.flush()
             db.settle()

@@ -105,24 +105,30 @@ def merge_gather(kds, kos, trs, vds, vos, snap, reverse, values):
     first (small; the merge then reads flat arrays), values are copied once, from their run to
     the output: no concatenation of values, no index list for Python to pick by.
     Cost: O(entries * runs) word comparisons plus one copy of each key and visible value."""
-    nr = len(kds)
+    # the non-empty runs only (the caller pads the tuples with empty runs; the merge's cost
+    # grows with the number of runs)
+    ids = np.empty(len(kds), np.int64)
+    nr = 0
+    for r in range(len(kds)):
+        if trs[r].shape[0]:
+            ids[nr] = r
+            nr += 1
     run_starts = np.zeros(nr + 1, np.int64)
     kb = 0
     vb = 0
     for r in range(nr):
-        run_starts[r + 1] = run_starts[r] + trs[r].shape[0]
-        kb += kds[r].shape[0]
-        vb += vds[r].shape[0]
+        run_starts[r + 1] = run_starts[r] + trs[ids[r]].shape[0]
+        kb += kds[ids[r]].shape[0]
+        vb += vds[ids[r]].shape[0]
     n = run_starts[nr]
     kdata = np.empty(kb, np.uint8)
     koff = np.empty(n + 1, np.int64)
     trailers = np.empty(n, np.uint64)
     koff[0] = 0
-    q = 0
     for r in range(nr):
-        kd = kds[r]
-        ko = kos[r]
-        tr = trs[r]
+        kd = kds[ids[r]]
+        ko = kos[ids[r]]
+        tr = trs[ids[r]]
         a = run_starts[r]
         base = koff[a]
         copy_bytes(kdata, base, kd, 0, kd.shape[0])
@@ -151,11 +157,11 @@ def merge_gather(kds, kos, trs, vds, vos, snap, reverse, values):
                 r -= 1
             while e >= run_starts[r + 1]:
                 r += 1
-            vo = vos[r]
+            vo = vos[ids[r]]
             i = e - run_starts[r]
             a = vo[i]
             ln = vo[i + 1] - a
-            copy_bytes(ovd, vp, vds[r], a, ln)
+            copy_bytes(ovd, vp, vds[ids[r]], a, ln)
             vp += ln
             ovo[j + 1] = vp
     return okd, oko, ovd, ovo, m

@@ -114,7 +114,5 @@ def apply(mem, first: int, ops, puts, keep_old: bool) -> None:
         mem.apply(first, ops, keep_old)
         return
     keys, values, size = puts
-    latest = mem.latest
-    mem.pending.extend([k for k in dict.fromkeys(keys) if k not in latest])
-    latest.update(zip(keys, zip(range(first, first + len(keys)), values)))
+    mem.latest.update(zip(keys, zip(range(first, first + len(keys)), values)))
     mem.bytes += size + ENTRY_OVERHEAD * len(keys)

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..checksum import crc32c
 from ..errors import BloomDBError, InvalidArgument, KeyTypeError, StoreClosed
-from . import batch as wb, checkpoint, opening, properties, rangedel, readonly, wal
+from . import batch as wb, checkpoint, logrun, opening, properties, rangedel, readonly, wal
 from .background import Background, TaskContext
 from .batch import WriteBatch, key_bytes as _key, value_bytes as _value
 from .compaction import executor
@@ -48,7 +48,7 @@ from .version import TableRef, Version
 from .version_set import VersionSet
 
 from .rangedel import MAX_SEQ  # noqa: E402  (re-exported)
-_PUT_HEAD = wal.PUT_HEAD
+_BODIES = wal.BODIES
 _U32 = wal._U32
 
 
@@ -156,7 +156,8 @@ class DB:
     def _write_table(self, mem: MemTable, level: int) -> TableRef:
         """Write ``mem`` as a new table for ``level`` (a flush, or recovery's replayed logs)."""
         last = all(not self._version.levels[i] for i in range(1, MAX_LEVELS))
-        arrays, number = mem.table_arrays(indexed=True), self._new_file_number()
+        arrays = logrun.table_arrays(mem, self._fs, self._file(f"{mem.log_number:06d}.log")) or mem.table_arrays(indexed=True)
+        number = self._new_file_number()
         info, table = executor.write_table(TaskContext(self, 0), number, arrays, level, last, mem.rdels)
         self._stats["bytes_flushed"] += info.file_size
         return TableRef(level, info, table)
@@ -217,9 +218,9 @@ class DB:
                 self._make_room()
                 mem = self._mem
             seq = self._seq + 1
-            # wal.encode_put, inlined: this is the hot path of every unbatched write
-            body = b"".join((_PUT_HEAD.pack(21 + len(key) + len(value), seq, 1, 1, len(key)), key,
-                             _U32.pack(len(value)), value))
+            kl, vl = len(key), len(value)  # wal.encode_put, inlined: the hot path of every unbatched write
+            st = _BODIES.get((kl, vl))
+            body = wal.put_body(seq, key, value) if st is None else st.pack(21 + kl + vl, seq, 1, 1, kl, key, vl, value)
             rec = _U32.pack(crc32c(body)) + body
             try:
                 if sync:
@@ -235,12 +236,9 @@ class DB:
             self._seq = seq
             if self._keep_old:
                 mem.add(seq, key, value, True)
-            else:  # MemTable.add, inlined
-                latest = mem.latest
-                if key not in latest:
-                    mem.pending.append(key)
-                latest[key] = (seq, value)
-                mem.bytes += len(key) + len(value) + ENTRY_OVERHEAD
+            else:  # MemTable.add without keep_old, inlined (tests/test_lsm_put_paths.py pins the two)
+                mem.latest[key] = (seq, value)
+                mem.bytes += kl + vl + ENTRY_OVERHEAD
 
     def delete(self, key, sync: bool = False) -> None:
         """Remove ``key`` (writes a tombstone). Deleting a missing key is not an error."""

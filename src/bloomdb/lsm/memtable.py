@@ -2,8 +2,10 @@
 
 ``latest`` maps a key to its newest ``(seq, value)`` (``value is None`` = tombstone) so a point
 read is one dict lookup; ``keys`` (a ``sortedcontainers.SortedList``) keeps the distinct keys in
-bytewise order for scans -- new keys are appended to ``pending`` by writers (O(1)) and merged
-into ``keys`` in one ``SortedList.update`` by the next scan; a flush does not use it (it sorts
+bytewise order for scans -- writers only add to ``latest`` (O(1)); a dict keeps its keys in
+insertion order and a key is never removed from ``latest``, so the keys added since the last scan
+are the dict's keys past ``len(keys)``, merged into ``keys`` in one ``SortedList.update`` by the
+next scan; a flush does not use it (it sorts
 the packed keys in a numba kernel, :meth:`MemTable.table_arrays`); ``history`` keeps superseded
 versions, but only while a snapshot is live (nobody else can see them); ``rdels`` holds the
 range tombstones ``(start, end, seq)`` written to it (:mod:`.rangedel`). Writers hold the store's lock; readers do not lock:
@@ -12,6 +14,7 @@ a dict read is atomic under the GIL, and scans copy their range under the store'
 
 from __future__ import annotations
 
+from itertools import islice
 from operator import itemgetter
 
 import numpy as np
@@ -31,25 +34,25 @@ def _IS_VALUE(v) -> int:
 
 
 class MemTable:
-    __slots__ = ("latest", "history", "keys", "pending", "bytes", "log_number", "rdels")
+    __slots__ = ("latest", "history", "keys", "bytes", "log_number", "rdels")
 
     def __init__(self, log_number: int = 0):
         self.latest: dict[bytes, tuple[int, bytes | None]] = {}
         self.history: dict[bytes, list[tuple[int, bytes | None]]] = {}
-        self.keys = SortedList()
-        self.pending: list[bytes] = []
+        self.keys = SortedList()  # the first len(keys) keys of ``latest``, sorted (see the module's docstring)
         self.bytes = 0
         self.log_number = log_number
         self.rdels: list[tuple[bytes, bytes, int]] = []
 
     def add(self, seq: int, key: bytes, value: bytes | None, keep_old: bool) -> None:
-        """Insert a version. ``keep_old``: a snapshot is live, keep the version this one hides."""
+        """Insert a version. ``keep_old``: a snapshot is live, keep the version this one hides.
+        (``DB.put`` and :func:`.batch.apply` inline this without ``keep_old``; a test pins them
+        to it: same ``latest``, ``bytes`` and key order.)"""
         latest = self.latest
-        old = latest.get(key)
-        if old is None:
-            self.pending.append(key)
-        elif keep_old:
-            self.history.setdefault(key, []).append(old)
+        if keep_old:
+            old = latest.get(key)
+            if old is not None:
+                self.history.setdefault(key, []).append(old)
         latest[key] = (seq, value)
         self.bytes += len(key) + (len(value) if value is not None else 0) + ENTRY_OVERHEAD
 
@@ -80,9 +83,10 @@ class MemTable:
         return None
 
     def _merge_pending(self) -> None:
-        if self.pending:
-            self.keys.update(self.pending)
-            self.pending = []
+        """Sort the keys added since the last call into ``keys`` (callers hold the store's lock)."""
+        n = len(self.keys)
+        if n < len(self.latest):
+            self.keys.update(islice(self.latest, n, None))
 
     def range_items(self, start: bytes | None, end: bytes | None, snap: int) -> list[tuple[bytes, int, bytes | None]]:
         """``(key, seq, value)`` of the newest version ``<= snap`` per key in ``[start, end)``, in order.

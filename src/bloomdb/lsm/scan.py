@@ -34,6 +34,8 @@ from .sstable.reader import concat_packed
 
 CHUNK_BLOCKS = 64
 MAX_GATHER_RUNS = 32  #: a round with more runs (many L0 tables) takes the concatenating path
+#: the run counts :func:`._scan_kernels.merge_gather` is compiled for (a round's runs are padded)
+GATHER_SIZES = (8, MAX_GATHER_RUNS)
 _EMPTY = (np.zeros(0, np.uint8), np.zeros(1, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.uint8),
           np.zeros(1, np.int64))
 
@@ -51,13 +53,12 @@ def _bytes_list(data, off, m: int) -> list[bytes]:
 
 def _gather_round(takes, snap: int, reverse: bool, values: bool):
     """One round's runs merged by :func:`._scan_kernels.merge_gather` (the visible entries
-    packed in scan order). The runs go in as tuples padded with empty runs to a power of two
-    (one compiled variant per size: 1, 2, 4, ... :data:`MAX_GATHER_RUNS`); read-only arrays
-    (memtable chunks) are copied so every tuple holds one array type."""
-    k = 1
-    while k < len(takes):
-        k *= 2
-    runs = [tuple(a if a.flags.writeable else a.copy() for a in p) for p in takes] + [_EMPTY] * (k - len(takes))
+    packed in scan order). The runs go in as tuples padded with empty runs to
+    :data:`GATHER_SIZES` (one compiled variant per size: few, so a process loads them once --
+    loading a cached variant costs ~10 ms, a scan's first round paid it per store shape); every
+    array is writable (memtable chunks are copied when made), so every tuple holds one array type."""
+    k = GATHER_SIZES[0] if len(takes) <= GATHER_SIZES[0] else MAX_GATHER_RUNS
+    runs = list(takes) + [_EMPTY] * (k - len(takes))
     kds, kos, trs, vds, vos = zip(*runs)
     return SK.merge_gather(kds, kos, trs, vds, vos, snap, reverse, values)
 
@@ -74,7 +75,7 @@ def memtable_chunks(items) -> Iterator[tuple]:
     trs = np.array([(s << 8) | (v is not None) for _, s, v in items], np.uint64)
     kd, ko = pack_bytes(keys)
     vd, vo = pack_bytes([b"" if v is None else v for _, _, v in items])
-    yield kd, ko, trs, vd, vo
+    yield kd.copy(), ko, trs, vd.copy(), vo  # writable: the kernels see one array type
 
 
 def table_chunks(tables, start, end, reverse: bool, first_blocks: int | None = None) -> Iterator[tuple]:

@@ -62,8 +62,7 @@ def encode_put(seq: int, key: bytes, value) -> bytes:
     if value is None:
         return _frame(_PUT1.pack(seq, 1, TYPE_DELETE, len(key)) + key)
     # the frame built in one pass: L and the payload head packed together (DB.put inlines this)
-    body = b"".join((PUT_HEAD.pack(21 + len(key) + len(value), seq, 1, TYPE_VALUE, len(key)), key,
-                     _U32.pack(len(value)), value))
+    body = put_body(seq, key, value)
     return _U32.pack(crc32c(body)) + body
 
 
@@ -82,6 +81,23 @@ def encode_batch(seq: int, ops: list[tuple[bytes, bytes | None]]) -> bytes:
             parts.append(_U32.pack(len(value)))
             parts.append(value)
     return _frame(b"".join(parts))
+
+
+#: ``(klen, vlen) -> struct.Struct`` laying out a single put's record after its CRC (``L``, the
+#: payload head, key, ``vlen``, value) in one ``pack`` call: ``DB.put``'s encoder for the sizes it
+#: has met (:func:`put_body` fills it, up to ``BODY_SHAPES`` sizes; others take the join path).
+BODIES: dict[tuple[int, int], struct.Struct] = {}
+BODY_SHAPES = 256
+
+
+def put_body(seq: int, key: bytes, value: bytes) -> bytes:
+    """A single put's record without its CRC (what :func:`encode_put` checksums), remembering its
+    size's layout in :data:`BODIES` while there is room."""
+    kl, vl = len(key), len(value)
+    if len(BODIES) < BODY_SHAPES:
+        st = BODIES[(kl, vl)] = struct.Struct(f"<IQIBI{kl}sI{vl}s")
+        return st.pack(21 + kl + vl, seq, 1, TYPE_VALUE, kl, key, vl, value)
+    return b"".join((PUT_HEAD.pack(21 + kl + vl, seq, 1, TYPE_VALUE, kl), key, _U32.pack(vl), value))
 
 
 def _frame(payload: bytes) -> bytes:

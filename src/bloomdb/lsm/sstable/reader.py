@@ -17,7 +17,7 @@ from bisect import bisect_left
 import numpy as np
 
 from ... import filters
-from ...checksum import crc32c
+from ...checksum import crc32c, crc32c_ranges
 from ...errors import CorruptionError
 from . import _block_kernels as K
 from . import _table_kernels as TK
@@ -333,12 +333,7 @@ class Table:
         if np.any(self._arr[ends] != RAW):
             return False
         stored = TK.get_u32(self._arr, ends + 1)
-        mv = memoryview(self._buf)
-        try:
-            crcs = [crc32c(mv[o:e]) for o, e in zip(offs.tolist(), (ends + 1).tolist())]
-        finally:
-            mv.release()
-        bad = np.flatnonzero(np.array(crcs, np.int64) != stored)
+        bad = np.flatnonzero(crc32c_ranges(self._arr, offs, ends + 1) != stored)
         if bad.size:
             raise CorruptionError(f"data block at offset {int(offs[bad[0]])} fails its CRC32C", self.path)
         self._checked[todo] = 1

@@ -1,0 +1,138 @@
+"""Two copies of one job on the write path, pinned to each other so they cannot drift:
+
+* ``DB.put`` and ``batch.apply`` insert into the memtable inline (a method call per put costs
+  ~0.1 us of ~1.8); they must leave the memtable exactly as ``MemTable.add`` / ``MemTable.apply``
+  leave it: same entries in the same order, same byte count, same sequences;
+* a flush reads its sorted run from the memtable's log (:mod:`bloomdb.lsm.logrun`, one kernel
+  that releases the GIL) instead of packing the dict: same arrays as ``MemTable.table_arrays``,
+  and the dict whenever the log cannot give them (snapshots' old versions, another file system,
+  a log that does not match the memtable).
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from bloomdb.lsm import DB, Options, WriteBatch, logrun
+from bloomdb.lsm.fs import RealFS
+from bloomdb.lsm.memtable import MemTable
+
+
+def _opts(**kw):
+    kw.setdefault("fs", RealFS(fsync=False))
+    kw.setdefault("background_compaction", False)
+    kw.setdefault("memtable_bytes", 1 << 30)
+    return Options(**kw)
+
+
+def _writes(db, rng, n, ranges=True):
+    """Random puts, deletes, batches (puts only: the fast path; mixed: the per-op path) and range
+    deletes on ``db``; yields each as ``(first seq, ops)`` as a memtable applies it."""
+    for _ in range(n):
+        k = b"k%04d" % rng.randrange(700)
+        r = rng.random()
+        first = db._seq + 1
+        if r < 0.1:
+            db.delete(k)
+            yield first, [(k, None)]
+        elif r < 0.2:
+            b = WriteBatch()
+            for _ in range(rng.randrange(1, 40)):
+                b.put(b"k%04d" % rng.randrange(700), rng.randbytes(rng.randrange(0, 60)))
+            if rng.random() < 0.3:
+                b.delete(k)
+            db.write(b)
+            yield first, list(b.ops)
+        elif r < 0.21 and ranges:
+            b = WriteBatch().delete_range(k, k + b"5")
+            db.write(b)
+            yield first, list(b.ops)
+        else:
+            v = rng.randbytes(rng.randrange(0, 120))
+            db.put(k, v)
+            yield first, [(k, v)]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_inlined_memtable_inserts_match_memtable_add(tmp_path, seed):
+    rng = random.Random(seed)
+    ref = MemTable()
+    with DB.open(tmp_path / "s", _opts()) as db:
+        last = 0
+        for first, ops in _writes(db, rng, 3000):
+            ref.apply(first, ops, False)
+            last = first + len(ops) - 1
+        mem = db._mem
+        assert list(mem.latest.items()) == list(ref.latest.items())  # entries, sequences, key order
+        assert mem.bytes == ref.bytes and mem.rdels == ref.rdels and not mem.history
+        assert db._seq == last
+        with db._lock:
+            mem._merge_pending()
+        ref._merge_pending()
+        assert list(mem.keys) == list(ref.keys) == sorted(ref.latest)
+
+
+@pytest.mark.parametrize("seed", [4, 5, 6])
+def test_flush_run_read_from_the_log_is_the_memtables(tmp_path, seed):
+    rng = random.Random(seed)
+    with DB.open(tmp_path / "s", _opts()) as db:
+        for _ in _writes(db, rng, 4000):
+            pass
+        mem, path = db._mem, db._file(f"{db._mem.log_number:06d}.log")
+        db._log.flush()
+        got = logrun.table_arrays(mem, db._fs, path)
+        assert got is not None
+        want = mem.table_arrays()
+        assert len(got) == len(want) == 5
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and np.array_equal(g, w)
+
+
+def test_flush_run_falls_back_to_the_dict_when_the_log_cannot_answer(tmp_path):
+    rng = random.Random(9)
+    with DB.open(tmp_path / "s", _opts()) as db:
+        for _ in _writes(db, rng, 500, ranges=False):
+            pass
+        mem, path = db._mem, db._file(f"{db._mem.log_number:06d}.log")
+        assert logrun.table_arrays(mem, db._fs, path) is not None
+        assert logrun.table_arrays(mem, RealFS(fsync=False), path) is not None
+        mem.bytes += 1  # the log no longer matches what the memtable counted
+        assert logrun.table_arrays(mem, db._fs, path) is None
+        mem.bytes -= 1
+
+        class OtherFS(RealFS):
+            pass
+
+        assert logrun.table_arrays(mem, OtherFS(fsync=False), path) is None
+        assert logrun.table_arrays(mem, db._fs, path + ".missing") is None
+        with db.snapshot():
+            db.put(next(iter(mem.latest)), b"new")  # a live snapshot: the memtable keeps the old version
+            assert mem.history
+            assert logrun.table_arrays(mem, db._fs, path) is None
+
+
+def test_flushes_through_the_log_keep_every_write(tmp_path, monkeypatch):
+    """Every flush of a store on the real file system takes the log's run (the dict's packing is
+    made to fail), and the store reads back as a dict of the same writes, before and after reopen."""
+    def no_dict(self, indexed=False):
+        raise AssertionError("the flush packed the dict")
+
+    monkeypatch.setattr(MemTable, "table_arrays", no_dict)
+    rng = random.Random(11)
+    model = {}
+    with DB.open(tmp_path / "s", _opts(memtable_bytes=64 << 10, table_bytes=64 << 10, level1_bytes=256 << 10)) as db:
+        for _, ops in _writes(db, rng, 8000, ranges=False):
+            for k, v in ops:
+                if v is None:
+                    model.pop(k, None)
+                else:
+                    model[k] = v
+        db.flush()
+        assert db.stats()["compactions"] > 0
+        assert dict(db.scan()) == model
+    monkeypatch.undo()
+    with DB.open(tmp_path / "s", _opts()) as db:
+        assert dict(db.scan()) == model
