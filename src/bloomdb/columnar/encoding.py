@@ -41,6 +41,7 @@ import pyarrow.compute as pc
 
 from ..errors import CorruptionError, InvalidArgument
 from ..checksum import crc32c
+from .. import recycled
 from . import _kernels as K
 from .types import ColumnType
 
@@ -295,12 +296,12 @@ class Chunk:
             return self._values if positions is None else self._values[positions]
         if positions is None:
             if self._all is None:
-                out = np.empty(self.num_rows, np.uint64)
+                out = recycled.empty(self.num_rows, np.uint64)
                 K.unpack_all(self._words, self.width, self.reference, out)
                 out.flags.writeable = False
                 self._all = out
             return self._all
-        out = np.empty(positions.shape[0], np.uint64)
+        out = recycled.empty(positions.shape[0], np.uint64)
         K.unpack_at(self._words, self.width, self.reference, positions, out)
         return out
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from .. import recycled
 from . import _join_kernels as K
 
 _NO_VALID = np.zeros(1, np.bool_)
@@ -61,7 +62,7 @@ def repeat(arr: pa.Array, counts: np.ndarray | None) -> pa.Array:
 
 
 def _repeat(values: np.ndarray, counts: np.ndarray, total: int) -> np.ndarray:
-    out = np.empty(total, values.dtype)
+    out = recycled.empty(total, values.dtype)
     K.repeat_values(values, counts, out)
     return out
 
@@ -90,10 +91,14 @@ class GroupedColumn:
 
 def _fill(t: pa.DataType, groups, group_start, grouped: np.ndarray, valid: np.ndarray | None, total: int) -> pa.Array:
     """An Arrow array of ``t``: each group's run of ``grouped`` in turn, null for group -1."""
-    out = np.empty(total, grouped.dtype)
+    out = recycled.empty(total, grouped.dtype)
     bitmap = valid is not None or bool(groups.shape[0] and groups.min() < 0)
-    bits = np.empty((total + 7) >> 3 if bitmap else 1, np.uint8)
-    nulls = int(K.fill_groups_bitmap(groups, group_start, grouped, valid if valid is not None else _NO_VALID,
-                                     valid is not None, bitmap, out, bits))
+    bits = recycled.empty((total + 7) >> 3 if bitmap else 1, np.uint8)
+    use_valid = valid is not None
+    valid = valid if use_valid else _NO_VALID
+    if bitmap and grouped.shape[0] == group_start.shape[0] - 1 and grouped.shape[0]:  # one build row per key
+        nulls = int(K.fill_unique_bitmap(groups, grouped, valid, use_valid, out, bits))
+    else:
+        nulls = int(K.fill_groups_bitmap(groups, group_start, grouped, valid, use_valid, bitmap, out, bits))
     return pa.Array.from_buffers(t, total, [pa.py_buffer(bits) if nulls else None, pa.py_buffer(out)],
                                  null_count=nulls)

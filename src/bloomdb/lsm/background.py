@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import threading
 
-from .compaction import executor, policy
+from .compaction import executor, policy, seek
 from .options import MAX_LEVELS
 from .version import TableRef
 
@@ -72,6 +72,7 @@ class Background:
     def __init__(self, db, threaded: bool):
         self.db = db
         self.compact_pointers: dict[int, bytes] = {}
+        self.seek_due: tuple[int, int] | None = None  # (level, table number) whose seek budget ran out
         self.compaction_lock = threading.Lock()  # one compaction at a time (thread or manual)
         self.thread = None  # the compaction thread (None: inline work)
         self.flusher = None
@@ -116,7 +117,22 @@ class Background:
         shape = [[_shape(r) for r in lvl] for lvl in db._version.levels]
         o = db.options
         smallest = min(db._snapshots) if db._snapshots else db._seq
-        return policy.pick(shape, self.compact_pointers, o.level0_trigger, o.level1_bytes, o.level_ratio, smallest)
+        task = policy.pick(shape, self.compact_pointers, o.level0_trigger, o.level1_bytes, o.level_ratio, smallest)
+        if task is None and self.seek_due is not None:  # LevelDB: a size compaction first, then a seek one
+            task = seek.task(shape, *self.seek_due)
+            if task is None:
+                self.seek_due = None
+        return task
+
+    def seek_exhausted(self, ref) -> None:
+        """A read used up table ``ref``'s seek budget (:mod:`.probe.seeks`): compact it next when
+        no size compaction is due (one such table at a time, as LevelDB's ``file_to_compact_``).
+        Inline stores run it with the next write's compactions."""
+        db = self.db
+        with db._lock:
+            if self.seek_due is None and not db._closing:
+                self.seek_due = (ref.level, ref.number)
+                db._cond.notify_all()
 
     def _flush_loop(self) -> None:
         db = self.db

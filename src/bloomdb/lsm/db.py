@@ -126,6 +126,7 @@ class DB:
         self._cond = self._bg.cond  # its notifies start the background threads when they have not started
         opening.open_store(self, read_only)  # recovery, or a read-only load; errors name the path
         if not read_only:
+            self._reads.on_seek = self._bg.seek_exhausted  # LevelDB's seek compaction (probe/seeks.py)
             self._bg.start()
 
     def _release_lock(self) -> None:

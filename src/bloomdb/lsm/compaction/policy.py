@@ -112,6 +112,12 @@ def pick(levels: list[list[TableShape]], compact_pointers: dict[int, bytes], lev
         cands = sorted(levels[best], key=lambda t: t.min_key)
         chosen = next((t for t in cands if ptr is None or t.min_key > ptr), cands[0])
         inputs = [chosen]
+    return task_for(levels, best, inputs, forced)
+
+
+def task_for(levels: list[list[TableShape]], best: int, inputs: list[TableShape], forced: bool = False) -> Task:
+    """The task merging ``inputs`` (tables of level ``best``) with the overlapping tables of the
+    next level; ``forced``: a deletion-triggered task (see :func:`pick`)."""
     lo = min(t.min_key for t in inputs)
     hi = max(t.max_key for t in inputs)
     if forced:  # every table the range tombstones may cover below joins (their keys' ranges are what counts there)

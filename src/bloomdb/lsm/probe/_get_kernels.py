@@ -29,22 +29,28 @@ from ..sstable._table_kernels import ST_UNCHECKED, table_get
 from ..sstable.block import RAW
 from ._address import i64_view, u8_view
 from ._probe_kernels import _probe
-from .layout import C_BLOCKS, C_FOUND, C_LOOKUPS, S_TBUF, S_TCHK, S_TIDX, S_TIDXLEN, S_TLEN, SLOTS, STRIDE
+from .layout import C_BLOCKS, C_FOUND, C_LOOKUPS, SEEK_DUE, S_TBUF, S_TCHK, S_TIDX, S_TIDXLEN, S_TLEN, SLOTS, STRIDE
 
 MISSING, VALUE, DELETED, ASK, READ, CHECK = 0, 1, 2, 3, 4, 5
+SEEK = 8  #: or-ed into a status: a table's seek budget ran out (:mod:`.seeks`); the rest is unchanged
 NEWEST = (1 << 56) - 1  #: :data:`bloomdb.lsm.rangedel.MAX_SEQ`: the snapshot of a read "as of now"
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _lookup(d, u64, w32, u16, u8, h, key, kstart, klen, kview, snap, start):
+def _lookup(d, u64, w32, u16, u8, h, key, kstart, klen, kview, snap, start, charge):
     """``(status, slot, value offset, value length)`` for the key ``key[kstart:kstart+klen]``
-    (``kview``: the same bytes as one array or bytes object), from slot ``start`` on."""
+    (``kview``: the same bytes as one array or bytes object), from slot ``start`` on.
+    ``charge``: charge seeks (:mod:`.seeks`); then a ``SEEK_DUE`` word set by any lookup adds
+    :data:`SEEK` to an answer (``MISSING``, ``VALUE``, ``DELETED``) for Python to act on."""
     if start == 0:
         d[C_LOOKUPS] += 1
     s = start
+    first = -1 if charge else -2
     while True:
-        s = _probe(d, u64, w32, u16, u8, h, key, kstart, klen, s)
+        s, first = _probe(d, u64, w32, u16, u8, h, key, kstart, klen, s, first)
         if s == -1:
+            if charge and d[SEEK_DUE] != 0:
+                return MISSING | SEEK, -1, 0, 0
             return MISSING, -1, 0, 0
         if s < -1:
             return ASK, -s - 2, 0, 0
@@ -66,6 +72,8 @@ def _lookup(d, u64, w32, u16, u8, h, key, kstart, klen, kview, snap, start):
         d[C_BLOCKS] += 1
         if st != MISSING:
             d[C_FOUND] += 1
+            if charge and d[SEEK_DUE] != 0:
+                return st | SEEK, s, vo, vl
             return st, s, vo, vl
         s += 1
 
@@ -77,7 +85,7 @@ def lookup(directory, key, snap, start):
     filters of the candidate tables, one data block per table a filter lets through."""
     n = len(key)
     return _lookup(directory, directory.view(np.uint64), directory.view(np.uint32), directory.view(np.uint16),
-                   directory.view(np.uint8), xxh3_64_bytes(key, 0, n), key, 0, n, key, snap, start)
+                   directory.view(np.uint8), xxh3_64_bytes(key, 0, n), key, 0, n, key, snap, start, True)
 
 
 @njit(cache=True, nogil=True)
@@ -87,7 +95,7 @@ def lookup_newest(directory, key):
     missing key's kernel time (measured, docs/benchmarks.md)."""
     n = len(key)
     return _lookup(directory, directory.view(np.uint64), directory.view(np.uint32), directory.view(np.uint16),
-                   directory.view(np.uint8), xxh3_64_bytes(key, 0, n), key, 0, n, key, NEWEST, 0)
+                   directory.view(np.uint8), xxh3_64_bytes(key, 0, n), key, 0, n, key, NEWEST, 0, True)
 
 
 @njit(cache=True, nogil=True)
@@ -102,7 +110,7 @@ def lookup_many(directory, data, offsets, snap, status, slot, voff, vlen):
         a = offsets[i]
         n = offsets[i + 1] - a
         st, s, vo, vl = _lookup(directory, u64, w32, u16, u8, xxh3_64_bytes(data, a, n), data, a, n,
-                                data[a : a + n], snap, 0)
+                                data[a : a + n], snap, 0, False)
         status[i] = st
         slot[i] = s
         voff[i] = vo

@@ -29,8 +29,9 @@ from .layout import (
     C_CHECKS, C_POSITIVE, C_USEFUL, F_BLOCKED, F_COUNTING, F_CUCKOO, F_FUSE8, F_FUSE16, F_LEVELDB,
     F_PAIRED, F_REGISTER, F_RIBBON, F_SBBF, F_STANDARD, LAZY, LEVEL_COUNT, LEVEL_FIRST, N_L0, NONE,
     NUM_LEVELS, OTHER, P_DAMAGED, P_LOADED, P_REC, P_STATE, PARTITIONED, PSTRIDE, R_FAM, R_LEN, R_OFF, R_P0,
-    S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, SLOTS, STRIDE,
+    S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, S_SEEKS, SEEK_DUE, SLOTS, STRIDE,
 )
+from ._address import i64_view
 
 _LEVELDB_SEED = 0xBC9F1D34  # leveldb.BLOOM_HASH_SEED (a kernel takes no globals from a module)
 
@@ -70,12 +71,35 @@ def _check(meta, u64, w32, u16, u8, r, h, key, kstart, klen):
 
 
 @njit(cache=True, nogil=True)
-def _probe(meta, u64, w32, u16, bounds, h, key, kstart, klen, start):
+def _charge(meta, slot):
+    """Charge one seek to ``slot``'s table (:mod:`.seeks`); its budget reaching zero goes into
+    ``SEEK_DUE``."""
+    a = meta[SLOTS + slot * STRIDE + S_SEEKS]
+    if a != 0:
+        b = i64_view(a, 1)
+        b[0] -= 1
+        if b[0] == 0:
+            meta[SEEK_DUE] = slot + 1
+
+
+@njit(cache=True, nogil=True)
+def _probe(meta, u64, w32, u16, bounds, h, key, kstart, klen, start, first):
     """The probe loop; the bound searches share :func:`_first_not_below` (measured: no slower
     than inline at 1M keys).
 
     Key comparisons go by the two big-endian prefix words first (``k0``, ``k1`` of the key
-    against the words stored per bound): one or two integer compares instead of a byte loop."""
+    against the words stored per bound): one or two integer compares instead of a byte loop.
+
+    A ``blocked`` filter (the store's default family) is checked by its ``check_hash`` called
+    here, where LLVM inlines it; other families go through :func:`_check`, a call that passes
+    five array structs: 260 -> 155 ns per missing key with 4-5 candidate tables (measured,
+    docs/benchmarks.md, branch ``lsmmiss``).
+
+    Returns ``(slot, first)``. Seek charges (:mod:`.seeks`): ``first`` is -2 (do not charge, or
+    charged already), -1 (no table met yet) or the slot of the first table met; when the lookup
+    meets another table, that first one's budget is charged once (a budget reaching zero is
+    reported in ``SEEK_DUE``). The returned ``first`` goes into the next call of the same lookup
+    (after a false positive), so the first table is charged as in LevelDB."""
     n0 = meta[N_L0]
     nlev = meta[NUM_LEVELS]
     k0, k1 = key_words(key, kstart, klen)
@@ -91,7 +115,7 @@ def _probe(meta, u64, w32, u16, bounds, h, key, kstart, klen, start):
             s += 1
         else:
             if j >= nlev:
-                return -1
+                return -1, first
             s0 = meta[LEVEL_FIRST + 2 * j]
             c = meta[LEVEL_COUNT + 2 * j]
             j += 1
@@ -114,11 +138,17 @@ def _probe(meta, u64, w32, u16, bounds, h, key, kstart, klen, start):
             r = _tail_cmp(key, kstart, klen, bounds, meta[base + S_MAX_OFF], meta[base + S_MAX_LEN])
         if r > 0:
             continue
+        if first != -2:
+            if first == -1:
+                first = cand
+            else:
+                _charge(meta, first)
+                first = -2
         kind = meta[base + S_KIND]
         if kind == NONE:
-            return cand  # no usable filter (none, or damaged: fail open)
+            return cand, first  # no usable filter (none, or damaged: fail open)
         if kind == LAZY or kind == OTHER:
-            return -cand - 2  # Python reads the filter first, or asks a family the kernel does not know
+            return -cand - 2, first  # Python reads the filter first, or asks a family the kernel does not know
         rec = base + S_REC
         if kind == PARTITIONED:
             pt = meta[rec + R_OFF]
@@ -132,14 +162,19 @@ def _probe(meta, u64, w32, u16, bounds, h, key, kstart, klen, start):
             e = pt + lo * PSTRIDE
             st = meta[e + P_STATE]
             if st == P_DAMAGED:
-                return cand
+                return cand, first
             if st != P_LOADED:
-                return -cand - 2
+                return -cand - 2, first
             rec = e + P_REC
         meta[C_CHECKS] += 1
-        if _check(meta, u64, w32, u16, bounds, rec, h, key, kstart, klen):
+        if meta[rec + R_FAM] == F_BLOCKED:  # the default family's check_hash inline (see the docstring)
+            off = meta[rec + R_OFF] >> 2
+            ok = BLK.check_hash(w32[off : off + meta[rec + R_LEN]], u64[rec + R_P0], meta[rec + R_P0 + 1], h)
+        else:
+            ok = _check(meta, u64, w32, u16, bounds, rec, h, key, kstart, klen)
+        if ok:
             meta[C_POSITIVE] += 1
-            return cand
+            return cand, first
         meta[C_USEFUL] += 1
 
 
@@ -156,7 +191,7 @@ def probe(directory, key, start):
     """
     n = len(key)
     return _probe(directory, directory.view(np.uint64), directory.view(np.uint32), directory.view(np.uint16),
-                  directory.view(np.uint8), xxh3_64_bytes(key, 0, n), key, 0, n, start)
+                  directory.view(np.uint8), xxh3_64_bytes(key, 0, n), key, 0, n, start, -2)[0]
 
 
 @njit(cache=True, nogil=True)
@@ -169,4 +204,4 @@ def probe_many(directory, data, offsets, out):
     for i in range(offsets.shape[0] - 1):
         s = offsets[i]
         n = offsets[i + 1] - s
-        out[i] = _probe(directory, u64, w32, u16, bounds, xxh3_64_bytes(data, s, n), data, s, n, 0)
+        out[i] = _probe(directory, u64, w32, u16, bounds, xxh3_64_bytes(data, s, n), data, s, n, 0, -2)[0]

@@ -36,7 +36,7 @@ import threading
 import numpy as np
 
 from ...filters import probe as FP
-from . import layout as L
+from . import layout as L, seeks
 
 #: ``(family tag, format version)`` of a probe descriptor -> ``(family code, array dtype)``: the
 #: pairs whose own ``check_hash`` the probe kernel calls (:func:`._probe_kernels._check`), each on
@@ -136,6 +136,7 @@ class Directory:
         #: the slot's S_T* words): held here so the mapped file stays open while this directory
         #: can be probed (a map with exported buffers refuses to close)
         self._pins = [_read_state(r.table) for r in slots]
+        self._budgets = [seeks.budget(r.table) for r in slots]  # LevelDB's allowed_seeks (:mod:`.seeks`)
         self.array = self._build(None)
 
     @property
@@ -200,6 +201,8 @@ class Directory:
                     d[b + w] = a.ctypes.data
                 d[b + L.S_TLEN] = pin[0].shape[0]
                 d[b + L.S_TIDXLEN] = pin[1].shape[0]
+            if self._budgets[i] is not None:
+                d[b + L.S_SEEKS] = self._budgets[i].ctypes.data
             if kind == L.PARTITIONED:
                 d[b + L.S_REC + L.R_OFF] = pt
                 d[b + L.S_REC + L.R_LEN] = len(parts)

@@ -16,11 +16,13 @@ One int64 array per store version::
     [C_BLOCKS]           counter: data blocks the lookup kernel searched (:mod:`._get_kernels`)
     [C_LOOKUPS]          counter: keys the lookup kernel looked up in the tables
     [C_FOUND]            counter: lookups the kernel answered from a table (value or deletion)
+    [SEEK_DUE]           slot + 1 of the table whose seek budget a lookup just used up (0: none)
     [SLOTS + STRIDE*s..] slot s, fields S_*: kind, then for the min key and the max key each:
                          its two big-endian prefix words (read as uint64), its byte offset into
                          the array and its length, the table's read state (S_T*: addresses
                          and lengths of its mapped file, its index array and its checked-block
-                         flags; address 0: Python reads it), then its filter record (R_*)
+                         flags; address 0: Python reads it), the address of its seek budget,
+                         then its filter record (R_*)
     partition entry      (``PSTRIDE`` words, fields P_*, for kind PARTITIONED) last key's two
                          prefix words, its offset and length, state, filter record
     filter record        (``RSTRIDE`` words, fields R_*) family code F_*, the byte offset and
@@ -58,7 +60,8 @@ C_LOOKUPS = 24
 C_FOUND = 25
 COUNTERS = slice(C_CHECKS, C_FOUND + 1)  #: every counter word, in this order
 N_COUNTERS = C_FOUND + 1 - C_CHECKS
-SLOTS = 26  # header size: slot 0 starts here
+SEEK_DUE = 26  # slot + 1 of a table whose seek budget a lookup used up (0: none; Python clears it)
+SLOTS = 27  # header size: slot 0 starts here
 MAX_LISTED_LEVELS = (ARRAY_BASE - LEVEL_FIRST) // 2  # levels below L0 the header has room for
 
 # a filter record (RSTRIDE words, fields R_*), inside a slot (at S_REC) or a partition entry (at
@@ -87,7 +90,8 @@ S_TLEN = 10  # its length
 S_TIDX = 11  # address of the table's index array (int64, :func:`sstable._table_kernels.parse_index`)
 S_TIDXLEN = 12  # its length in words
 S_TCHK = 13  # address of its checked-block flags (uint8, one per block)
-S_REC = 14  # the filter record; PARTITIONED: R_OFF = partition table index, R_LEN = partitions;
+S_SEEKS = 14  # address of the table's seek budget (int64[1], :mod:`.seeks`; 0: not charged)
+S_REC = 15  # the filter record; PARTITIONED: R_OFF = partition table index, R_LEN = partitions;
 #            LAZY: R_OFF = byte offset of the room reserved for the array, R_LEN = bytes reserved
 STRIDE = S_REC + RSTRIDE
 

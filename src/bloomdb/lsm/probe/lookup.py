@@ -25,8 +25,10 @@ import numpy as np
 from ..sstable import DELETED, MISSING
 from ..sstable.builder import pack_bytes
 from . import _get_kernels as G
-from ._get_kernels import ASK, CHECK, VALUE
+from ._get_kernels import ASK, CHECK, SEEK, VALUE
 from .fastcall import direct
+from .layout import SEEK_DUE
+from .seeks import take_due
 
 _ANSWER = {G.MISSING: MISSING, G.DELETED: DELETED}
 
@@ -43,9 +45,11 @@ def newest(directory, key: bytes):
 class Reads:
     """Table reads of one store and the counters of the part done in Python."""
 
-    __slots__ = ("lookups", "blocks_read", "true_positive", "checks", "useful", "positive")
+    __slots__ = ("lookups", "blocks_read", "true_positive", "checks", "useful", "positive", "on_seek")
 
     def __init__(self):
+        #: called with the ``TableRef`` whose seek budget ran out (:mod:`.seeks`); None: ignored
+        self.on_seek = None
         self.lookups = 0  # plain attributes, not counters: kept for reads finished in Python
         self.blocks_read = 0
         self.true_positive = 0
@@ -62,18 +66,44 @@ class Reads:
         """``key``'s newest entry visible at ``snap`` in ``ver``'s tables: its value, DELETED or
         MISSING. One kernel call; Python only when the kernel hands a slot over."""
         p = ver._probe or ver.probe()
-        st, s, a, n = G.lookup(p[0], key, snap, 0)
+        st, s, a, n = self._lookup(ver, p, key, snap, 0)
         if st == VALUE:
             return p[1][s][a : a + n]
         if st < ASK:
             return _ANSWER[st]
         return self.finish(ver, key, snap, st, s, a)
 
+    def _lookup(self, ver, p, key: bytes, snap: int, start: int):
+        """:func:`._get_kernels.lookup`, its :data:`SEEK` flag acted on and cleared."""
+        st, s, a, n = G.lookup(p[0], key, snap, start)
+        if st & SEEK:
+            self.seek_due(ver)
+            st &= ~SEEK
+        return st, s, a, n
+
+    def seek_due(self, ver) -> None:
+        """A lookup on ``ver`` used up a table's seek budget: hand the table to :attr:`on_seek`."""
+        ref = take_due(ver)
+        if ref is not None and self.on_seek is not None:
+            self.on_seek(ref)
+
     def finish(self, ver, key: bytes, snap: int, st: int, s: int, a: int):
         """Finish in Python the slot ``s`` the kernel handed over with status ``st`` (``a``: the
         block to check for ``CHECK``), then resume the kernel from the next slot, until an
         answer: value, DELETED or MISSING. (:meth:`DB.get` calls the kernel itself and this
-        only for ``st >= ASK``: no Python frame between a plain get and its kernel call.)"""
+        only for ``st >= ASK``: no Python frame between a plain get and its kernel call.)
+        A status with :data:`SEEK` is acted on first; then a value is looked up again (its
+        length was not passed: once per exhausted table). A hand-over may come after the
+        kernel set ``SEEK_DUE`` (the charge comes first): that is acted on too."""
+        if st & SEEK:
+            self.seek_due(ver)
+            st &= ~SEEK
+            if st == VALUE:
+                return self.get(ver, key, snap)
+            if st < ASK:
+                return _ANSWER[st]
+        elif ver.refresh_probe()[0][SEEK_DUE]:
+            self.seek_due(ver)
         while True:
             if st == CHECK:
                 ver.slots[s].table.check_block(a)  # from now on the kernel reads the block in place
@@ -84,7 +114,7 @@ class Reads:
             if r is not MISSING:
                 return r
             p = ver.refresh_probe()
-            st, s, a, n = G.lookup(p[0], key, snap, s + 1)
+            st, s, a, n = self._lookup(ver, p, key, snap, s + 1)
             if st == VALUE:
                 return p[1][s][a : a + n]
             if st < ASK:
@@ -164,7 +194,7 @@ class Reads:
             p = ver.refresh_probe()
             pending = {}
             for j, s in nxt.items():
-                st, s, a, n = G.lookup(p[0], keys[j], snap, s)
+                st, s, a, n = self._lookup(ver, p, keys[j], snap, s)
                 if st == VALUE:
                     out[todo[j]] = p[1][s][a : a + n]
                 elif st >= ASK:

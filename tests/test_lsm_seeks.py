@@ -1,0 +1,129 @@
+"""Seek-triggered compaction (LevelDB's ``allowed_seeks``, :mod:`bloomdb.lsm.probe.seeks`): reads
+that keep meeting a table they do not need charge it, and a table charged often enough is
+compacted into the next level; answers never change."""
+
+from __future__ import annotations
+
+import pytest
+
+from bloomdb.bench import stress
+from bloomdb.lsm import DB, Options
+from bloomdb.lsm.fs import RealFS
+from bloomdb.lsm.probe import seeks
+
+from lsm_helpers import small_options
+
+VALUE = b"v" * 20
+
+
+def _l0_store(path, tables=3, n=6000, **kw) -> dict:
+    """A store whose ``tables`` L0 tables each hold every ``tables``-th key of ``n`` (so each
+    covers the whole key range) and nothing below; returns the model."""
+    model = {}
+    with DB.open(path, Options(fs=RealFS(fsync=False), memtable_bytes=1 << 20, **kw)) as db:
+        for t in range(tables):
+            for i in range(t, n, tables):
+                k = b"k%08d" % i
+                db.put(k, VALUE + k)
+                model[k] = VALUE + k
+            db.flush()
+        db.wait_for_compactions()
+        assert db.stats()["tables_per_level"][:2] == [tables, 0]
+    return model
+
+
+def test_missing_reads_compact_the_l0_tables_they_keep_meeting(tmp_path):
+    """Every missing key in range meets 3 L0 tables (3 filter checks); after the newest one's
+    budget is spent the L0 tables go to L1, and a missing key costs one check."""
+    p = str(tmp_path / "db")
+    model = _l0_store(p)
+    with DB.open(p, Options(fs=RealFS(fsync=False))) as db:
+        before = db.stats()
+        for i in range(seeks.MIN_SEEKS + 50):
+            assert db.get(b"k%08d." % (i * 7)) is None
+        db.wait_for_compactions()
+        st = db.stats()
+        assert st["tables_per_level"][0] == 0 and st["tables_per_level"][1] >= 1
+        assert st["compactions"] > before["compactions"]
+        checks = st["filter_checks"]
+        for i in range(100):
+            assert db.get(b"k%08d." % (i * 11)) is None
+        assert db.stats()["filter_checks"] - checks <= 100 * len([n for n in st["tables_per_level"] if n])
+        assert dict(db.scan()) == model
+        assert db.multi_get(list(model)[:500]) == [model[k] for k in list(model)[:500]]
+
+
+def test_only_a_read_that_meets_two_tables_charges_the_first(tmp_path):
+    p = str(tmp_path / "db")
+    _l0_store(p, tables=2)
+    with DB.open(p, Options(fs=RealFS(fsync=False))) as db:
+        keys = [b"k%08d." % i for i in range(60)]
+        for k in keys:  # first reads: filters loaded and blocks checked in Python (no charge then)
+            db.get(k)
+        ver = db._state[2]
+        newest, older = (r.table.seek_budget[0] for r in ver.slots)
+        for k in keys:
+            db.get(k)  # missing: both tables met (a filter check, or a false positive's read), the newest charged
+            db.get(b"a" + k)  # below every table's range: no table met, nothing charged
+        db.multi_get(keys)  # the batch read charges nothing
+        after = [r.table.seek_budget[0] for r in ver.slots]
+        met_both = sum(all(r.info.min_key <= k <= r.info.max_key for r in ver.slots) for k in keys)
+        assert met_both == len(keys) - 1  # k00000000. is below the newest table (odd keys)
+        assert after == [newest - met_both, older]
+        assert older == seeks.allowed_seeks(ver.slots[1].table.file_size)
+
+
+def test_a_single_table_is_never_charged(tmp_path):
+    p = str(tmp_path / "db")
+    _l0_store(p, tables=1)
+    with DB.open(p, Options(fs=RealFS(fsync=False))) as db:
+        for i in range(300):
+            assert db.get(b"k%08d." % i) is None
+        (ref,) = db._state[2].slots
+        assert ref.table.seek_budget[0] == seeks.allowed_seeks(ref.table.file_size)
+        assert db.stats()["tables_per_level"][0] == 1
+
+
+@pytest.mark.parametrize("present", [True, False])
+def test_the_read_that_spends_a_budget_still_answers(tmp_path, monkeypatch, present):
+    """The lookup that brings a budget to zero returns its status flagged; the answer (a value
+    found in the older table, or missing) is the same as without the flag."""
+    monkeypatch.setattr(seeks, "MIN_SEEKS", 1)
+    monkeypatch.setattr(seeks, "BYTES_PER_SEEK", 1 << 40)
+    p = str(tmp_path / "db")
+    model = _l0_store(p, tables=2)
+    with DB.open(p, Options(fs=RealFS(fsync=False))) as db:
+        ver = db._state[2]
+        ver.probe()
+        for s in range(len(ver.slots)):  # the filters read without a lookup (a first read hands over: no charge)
+            ver.directory.check(s, b"k")
+        k = b"k%08d" % 4 if present else b"k%08d." % 4  # key 4: in the older table only
+        assert db.get(k) == model.get(k)
+        db.wait_for_compactions()
+        assert db.stats()["tables_per_level"][0] == 0
+        assert db.get(k) == model.get(k)
+
+
+def test_a_read_only_store_never_compacts(tmp_path, monkeypatch):
+    monkeypatch.setattr(seeks, "MIN_SEEKS", 1)
+    monkeypatch.setattr(seeks, "BYTES_PER_SEEK", 1 << 40)
+    p = str(tmp_path / "db")
+    model = _l0_store(p)
+    with DB.open(p, Options(fs=RealFS(fsync=False)), read_only=True) as db:
+        for i in range(50):
+            assert db.get(b"k%08d." % i) is None
+            k = b"k%08d" % i
+            assert db.get(k) == model[k]
+        assert db.stats()["tables_per_level"][:2] == [3, 0]
+
+
+@pytest.mark.parametrize("bg", [False, True])
+def test_model_with_a_seek_compaction_on_nearly_every_read(tmp_path, monkeypatch, bg):
+    """The store against a dict (gets, snapshot gets, multi_get, scans, deletes, range deletes)
+    while tables are compacted after one or two wasted seeks each."""
+    monkeypatch.setattr(seeks, "MIN_SEEKS", 2)
+    monkeypatch.setattr(seeks, "BYTES_PER_SEEK", 1 << 40)
+    problems: list[str] = []
+    bad = stress.model_check(str(tmp_path / "db"), 8000, 21 + bg, report=problems.append,
+                             options=small_options(background_compaction=bg))
+    assert bad == 0, problems[:10]
