@@ -140,3 +140,71 @@ def test_join_on_a_legacy_file_matches_duckdb(tmp_path):
     got, ref = got.sort_by(key), ref.sort_by(key)
     for c in cols:
         assert got[c].combine_chunks().equals(ref[c].combine_chunks()), c
+
+
+def _old_parquet_mr_statistics(meta: list) -> list:
+    """As parquet-mr 1.8 wrote statistics: only the deprecated ``min`` / ``max`` fields (1, 2),
+    which for byte arrays were ordered by signed bytes (here: deliberately wrong values, that a
+    reader must ignore as pyarrow does for files of that writer); integers keep theirs."""
+
+    def stats(st: list, binary: bool) -> list:
+        mx, mn = field(st, 5), field(st, 6)
+        rest = [f for f in st if f[0] not in (1, 2, 5, 6)]
+        if mx is None:
+            return rest
+        if binary:
+            mx = mn = b"\xff\xff"  # signed order put bytes >= 0x80 below ASCII: trust nothing
+        return sorted(rest + [(1, 8, mx), (2, 8, mn)], key=lambda f: f[0])
+
+    def chunk(cc: list) -> list:
+        out = []
+        for fid, t, v in cc:
+            if fid == 3:  # ColumnMetaData: physical type (1) BYTE_ARRAY = 6, statistics (12)
+                binary = field(v, 1) == 6
+                v = [(f, tt, stats(x, binary) if f == 12 else x) for f, tt, x in v]
+            out.append((fid, t, v))
+        return out
+
+    out = []
+    for fid, t, v in strip_logical_types(meta):
+        if fid == 4:  # row groups: their column chunks (1)
+            et, groups = v
+            v = (et, [[(f, tt, (x[0], [chunk(c) for c in x[1]]) if f == 1 else x) for f, tt, x in g] for g in groups])
+        elif fid == 6:
+            v = b"parquet-mr version 1.8.1 (build 4aba4dae7bb0d4edbcf7923ae1339f28fd3f7fcf)"
+        elif fid == 7:  # column orders came with parquet-format 2.4 (min_value / max_value)
+            continue
+        out.append((fid, t, v))
+    return out
+
+
+def test_old_parquet_mr_statistics_never_prune_wrongly(tmp_path):
+    """Deprecated min/max only, from a writer whose byte-array statistics pyarrow (and so the join's
+    pruning) must not trust: every row group still reads, and the join finds every match."""
+    from bloomdb.join import hash_join
+
+    rng = np.random.default_rng(8)
+    n = 3000
+    words = np.array([f"{c}-{i}" for i, c in enumerate("aéz~ÿb" * 20)], dtype=object)
+    t = pa.table({"s": pa.array(words[rng.integers(0, words.shape[0], n)], pa.string()),
+                  "k": pa.array(rng.integers(-500, 500, n)), "v": pa.array(rng.normal(size=n)),
+                  "u": pa.array(rng.integers(0, 40, n).astype(np.uint64) * np.uint64(1 << 58))})
+    src, p = tmp_path / "src.parquet", tmp_path / "old.parquet"
+    pq.write_table(t, src, row_group_size=500, version="1.0", data_page_version="1.0")
+    rewrite_footer(src, p, _old_parquet_mr_statistics)
+    md = pq.ParquetFile(p).metadata
+    assert md.created_by.startswith("parquet-mr version 1.8.1")
+    st = md.row_group(0).column(0).statistics
+    assert st is None or not st.has_min_max  # pyarrow ignores them
+    assert md.row_group(0).column(1).statistics.has_min_max  # integers' deprecated fields are used
+    assert check_arrow(p, seed=8) > 0
+    ref = pq.read_table(p)
+    u_keys = pa.array(np.array([0, 3, 31, 39], np.uint64) * np.uint64(1 << 58))  # above 2**63 too
+    for key, wanted in (("s", pa.array(words[::5].tolist(), pa.string())), ("k", pa.array([-499, -3, 0, 17, 498])),
+                        ("u", u_keys)):
+        got = hash_join(p, pa.table({key: wanted}), on=key, columns=["s", "k", "v", "u"], pushdown="on",
+                        filter="blocked:10")
+        want = ref.filter(pa.compute.is_in(ref[key], wanted))
+        assert got.num_rows == want.num_rows > 0
+        order = [("s", "ascending"), ("k", "ascending"), ("v", "ascending"), ("u", "ascending")]
+        assert got.sort_by(order).equals(want.sort_by(order))
