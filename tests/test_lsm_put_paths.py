@@ -136,3 +136,30 @@ def test_flushes_through_the_log_keep_every_write(tmp_path, monkeypatch):
     monkeypatch.undo()
     with DB.open(tmp_path / "s", _opts()) as db:
         assert dict(db.scan()) == model
+
+
+def test_put_many_is_put_per_pair(tmp_path):
+    rng = random.Random(3)
+    pairs = [(rng.randbytes(rng.randrange(0, 20)), rng.randbytes(rng.randrange(0, 50))) for _ in range(500)]
+    pairs += [pairs[7], pairs[3]]  # repeated keys: the later pair wins
+    one = WriteBatch()
+    for k, v in pairs:
+        one.put(k, v)
+    assert WriteBatch().put_many(pairs).ops == one.ops  # the fast path (bytes pairs in a list)
+    assert WriteBatch().put_many(iter(pairs)).ops == one.ops
+    mixed = [("ké", bytearray(b"v")), [b"k", memoryview(b"w")]]  # converted as put() converts
+    assert WriteBatch().put_many(mixed).ops == WriteBatch().put("ké", bytearray(b"v")).put(b"k", b"w").ops
+    with DB.open(tmp_path / "s", _opts()) as db:
+        db.write(WriteBatch().put_many(pairs))
+        assert dict(db.scan()) == dict(pairs)
+
+
+@pytest.mark.parametrize("bad", [[(b"a", b"1"), (b"b", 2)], [(b"a", b"1"), (3, b"2")], [(b"a", b"1"), (b"b",)],
+                                 [(b"a", b"1"), (b"b", b"2", b"3")], [(b"a", b"1"), b"ab"]])
+def test_put_many_refuses_a_bad_pair_and_leaves_the_batch_unchanged(bad):
+    from bloomdb.errors import KeyTypeError
+
+    b = WriteBatch().put(b"x", b"0")
+    with pytest.raises(KeyTypeError):
+        b.put_many(bad)
+    assert b.ops == [(b"x", b"0")]

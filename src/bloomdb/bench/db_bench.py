@@ -4,7 +4,9 @@ Phases (16-byte keys ``%016d``, 100-byte values; every engine gets the same keys
 order, in the same process):
 
 * ``fillseq``: N puts in key order into an empty store;
-* ``fillbatch``: N puts in random order into an empty store, in write batches of 1000 keys;
+* ``fillbatch``: N puts in random order into an empty store, in write batches of 1000 keys (each
+  engine fills a batch with its binding's own API: bloomdb ``WriteBatch.put_many``, the peers a
+  ``put`` per pair on their C++ batch);
 * ``fillrandom``: N puts in random order into an empty store (the store the read phases use);
 * ``overwrite``: N puts of present keys in random order into the filled store;
 * ``readrandom``: N gets of random present keys;
@@ -116,13 +118,11 @@ class _Bloomdb:
 
 
 def bloomdb_write_batch(db, pairs) -> None:
-    """``pairs`` written to the bloomdb store ``db`` as one ``WriteBatch`` (a ``put`` per pair)."""
+    """``pairs`` written to the bloomdb store ``db`` as one ``WriteBatch``, filled by its bulk
+    ``put_many`` (the peers' bindings have no bulk form: they ``put`` pair by pair in C)."""
     from ..lsm import WriteBatch
 
-    b = WriteBatch()
-    for k, v in pairs:
-        b.put(k, v)
-    db.write(b)
+    db.write(WriteBatch().put_many(pairs))
 
 
 class _Peer:

@@ -388,3 +388,28 @@ def repeat_values(values, counts, out):
             out[o] = v
             o += 1
     return o
+
+
+@njit(cache=True, nogil=True)
+def fill_unique_bitmap(groups, values, valid, use_valid, out, bits):
+    """:func:`fill_groups_bitmap` when every key group has one build row (``values[g]`` is group
+    ``g``'s value): ``out[j] = values[groups[j]]``, 0 and a clear bit where ``groups[j] == -1``
+    (or, with ``use_valid``, where the build value is null). Branch-free per row (a left join's
+    unmatched rows are interleaved at random with the matched ones: a branch on each mispredicts),
+    bits packed a byte at a time. Returns the null count."""
+    n = groups.shape[0]
+    set_bits = 0
+    for b in range((n + 7) >> 3):
+        byte = 0
+        hi = min(n, (b << 3) + 8)
+        for j in range(b << 3, hi):
+            g = groups[j]
+            ok = g >= 0
+            gi = g if ok else 0
+            if use_valid:
+                ok = ok and valid[gi]
+            out[j] = values[gi] if ok else 0
+            byte |= np.int64(ok) << (j & 7)
+            set_bits += np.int64(ok)
+        bits[b] = np.uint8(byte)
+    return n - set_bits

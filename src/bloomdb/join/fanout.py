@@ -94,7 +94,11 @@ def _fill(t: pa.DataType, groups, group_start, grouped: np.ndarray, valid: np.nd
     out = recycled.empty(total, grouped.dtype)
     bitmap = valid is not None or bool(groups.shape[0] and groups.min() < 0)
     bits = recycled.empty((total + 7) >> 3 if bitmap else 1, np.uint8)
-    nulls = int(K.fill_groups_bitmap(groups, group_start, grouped, valid if valid is not None else _NO_VALID,
-                                     valid is not None, bitmap, out, bits))
+    use_valid = valid is not None
+    valid = valid if use_valid else _NO_VALID
+    if bitmap and grouped.shape[0] == group_start.shape[0] - 1 and grouped.shape[0]:  # one build row per key
+        nulls = int(K.fill_unique_bitmap(groups, grouped, valid, use_valid, out, bits))
+    else:
+        nulls = int(K.fill_groups_bitmap(groups, group_start, grouped, valid, use_valid, bitmap, out, bits))
     return pa.Array.from_buffers(t, total, [pa.py_buffer(bits) if nulls else None, pa.py_buffer(out)],
                                  null_count=nulls)

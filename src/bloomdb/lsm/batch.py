@@ -65,6 +65,30 @@ class WriteBatch:
         self.ops.append((key, value))
         return self
 
+    def put_many(self, pairs) -> "WriteBatch":
+        """:meth:`put` every ``(key, value)`` of ``pairs``, in order (later pairs win, as with
+        puts). Cost: for a list of ``(bytes, bytes)`` tuples, a few C-speed passes that check the
+        types and one ``extend`` (~0.05 us per pair against ~0.25 for a ``put`` call); anything
+        else goes pair by pair through :meth:`put`'s conversions. A bad pair raises
+        :class:`KeyTypeError` with the batch unchanged."""
+        ops = pairs if type(pairs) is list else list(pairs)
+        if not ops:
+            return self
+        if set(map(type, ops)) == {tuple} and set(map(len, ops)) == {2}:
+            keys, values = zip(*ops)
+            if set(map(type, keys)) == {bytes} and set(map(type, values)) == {bytes}:
+                self.ops.extend(ops)
+                return self
+        new = []
+        for pair in ops:
+            try:
+                key, value = pair
+            except (TypeError, ValueError):
+                raise KeyTypeError(f"put_many takes (key, value) pairs, not {pair!r:.60}") from None
+            new.append((key_bytes(key), value_bytes(value)))
+        self.ops.extend(new)
+        return self
+
     def delete(self, key) -> "WriteBatch":
         self.ops.append((key_bytes(key), None))
         self._puts_only = False
