@@ -11,3 +11,23 @@ def small_options(**kw) -> Options:
     """Tiny memtables/tables/levels so flushes and compactions happen every few hundred ops."""
     kw.setdefault("fs", RealFS(fsync=False))
     return stress_options(**kw)
+
+
+def check_cursors_like_plyvel(db, ldb, p: bytes, snap, lsnap, takes=(3, 12, None)) -> None:
+    """The store's prefix iterators (read ``takes`` entries), at a snapshot, keys only, a bounded
+    range and seeks then a few steps, all as LevelDB's (``ldb``, ``lsnap``) answer them."""
+    import itertools
+
+    for take in takes:
+        got = list(itertools.islice(db.iterator(prefix=p), take))
+        assert got == list(itertools.islice(ldb.iterator(prefix=p), take)), (p, take)
+    assert list(db.iterator(prefix=p, snapshot=snap)) == list(lsnap.iterator(prefix=p)), p
+    assert list(db.iterator(prefix=p, include_value=False)) == list(ldb.iterator(prefix=p, include_value=False))
+    stop = p + b"5"
+    assert list(db.iterator(start=p, stop=stop)) == list(ldb.iterator(start=p, stop=stop)), p
+    with db.iterator() as it, ldb.iterator() as lit:  # seek, read a few, seek again, step back
+        for target in (p, p + b"1", p[:-1]):
+            it.seek(target)
+            lit.seek(target)
+            assert list(itertools.islice(it, 7)) == list(itertools.islice(lit, 7)), target
+            assert it.prev() == lit.prev(), target

@@ -6,7 +6,6 @@ short round hands over to the general merge there)."""
 
 from __future__ import annotations
 
-import itertools
 import random
 
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from bloomdb.lsm import DB, FixedPrefix
 from bloomdb.lsm import seek as S
 
-from lsm_helpers import small_options
+from lsm_helpers import check_cursors_like_plyvel, small_options
 
 plyvel = pytest.importorskip("plyvel")
 
@@ -56,17 +55,6 @@ def test_short_rounds_match_plyvel(tmp_path, opts, monkeypatch):
         snap, lsnap = db.snapshot(), ldb.snapshot()
         _apply(db, ldb, rng, 1500)  # some in the memtable, some flushed over the snapshot's versions
         for p in _probes(rng):
-            for take in (3, 12, None):
-                got = list(itertools.islice(db.iterator(prefix=p), take))
-                assert got == list(itertools.islice(ldb.iterator(prefix=p), take)), (p, take)
-            assert list(db.iterator(prefix=p, snapshot=snap)) == list(lsnap.iterator(prefix=p)), p
-            assert list(db.iterator(prefix=p, include_value=False)) == list(ldb.iterator(prefix=p, include_value=False))
-            stop = p + b"5"
-            assert list(db.iterator(start=p, stop=stop)) == list(ldb.iterator(start=p, stop=stop)), p
-            with db.iterator() as it, ldb.iterator() as lit:  # seek, read a few, seek again
-                for target in (p, p + b"1", p[:-1]):
-                    it.seek(target)
-                    lit.seek(target)
-                    assert list(itertools.islice(it, 7)) == list(itertools.islice(lit, 7)), target
+            check_cursors_like_plyvel(db, ldb, p, snap, lsnap)
         snap.close()
     ldb.close()

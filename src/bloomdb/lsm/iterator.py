@@ -79,23 +79,38 @@ class View:
     whose prefix filter rules the prefix out are not read (``counters["prefix_checks"]`` /
     ``["prefix_skips"]`` count the checks)."""
 
-    __slots__ = ("mem", "version", "snap", "hide", "tables")
+    __slots__ = ("mem", "version", "snap", "hide", "prefix", "counted", "_tables")
 
     def __init__(self, mem_items: list, version, snap: int, hide=None, prefix=None):
         self.mem = [next(scan.memtable_chunks(items)) for items in mem_items if items]
         self.version = version
         self.snap = snap
         self.hide = hide
-        if prefix is not None:
-            name, p, counters, a, b = prefix
-            self.tables = seek.overlapping(version, a, b)
-            n = sum(map(len, self.tables))
-            keep = iter(version.prefix_filters(name).may_match([t for level in self.tables for t in level], p))
-            self.tables = [[t for t in level if next(keep)] for level in self.tables]
-            counters["prefix_checks"] += n
-            counters["prefix_skips"] += n - sum(map(len, self.tables))
-        else:
-            self.tables = [[r.table for r in level] for level in version.levels]
+        self.prefix = prefix
+        self.counted = False  # the prefix filter checks are counted once per view
+        self._tables = None
+
+    @property
+    def tables(self) -> list[list]:
+        """Per level, the tables this view reads (a prefix view: those whose key range meets the
+        prefix's and whose prefix filter does not rule it out); found on first use -- a cursor's
+        one-call first round (:mod:`.cursor`) picks its tables itself."""
+        if self._tables is None:
+            version, prefix = self.version, self.prefix
+            if prefix is not None:
+                name, p, counters, a, b = prefix
+                tables = seek.overlapping(version, a, b)
+                n = sum(map(len, tables))
+                keep = iter(version.prefix_filters(name).may_match([t for level in tables for t in level], p))
+                tables = [[t for t in level if next(keep)] for level in tables]
+                if not self.counted:
+                    self.counted = True
+                    counters["prefix_checks"] += n
+                    counters["prefix_skips"] += n - sum(map(len, tables))
+            else:
+                tables = [[r.table for r in level] for level in version.levels]
+            self._tables = tables
+        return self._tables
 
     def sources(self, a, b, reverse: bool, first_blocks: int | None):
         """Merge inputs (newest first) for keys in ``[a, b)``, read in ``reverse`` or key order."""
@@ -183,7 +198,14 @@ class Iterator:
         return self
 
     def __next__(self):
-        return self._step_back() if self._reverse else self._step()
+        if not self._reverse:  # inside the window: no further frame (a prefix seek's ten nexts)
+            i = self._pos
+            items = self._items
+            if i < len(items):
+                self._pos = i + 1
+                return items[i]
+            return self._step()
+        return self._step_back()
 
     next = __next__
 

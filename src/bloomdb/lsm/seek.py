@@ -13,8 +13,11 @@ entry up to it is complete; one :func:`._scan_kernels.merge_visible` call picks 
 versions and Python slices the few keys and values out of one ``bytes`` each. The rounds after
 it are the general merge from just after the bound.
 
-A table without mapped bytes (the ``cache_bytes`` route), a compressed block or a malformed one
-sends the whole round to the general merge (which reads, decompresses or raises as usual).
+The first round is first asked of :mod:`.cursor` (the same round in one kernel call); this
+module's Python round runs where that one does not apply (range tombstones, two memtables, a
+filter the kernel does not check). A table without mapped bytes (the ``cache_bytes`` route), a
+compressed block or a malformed one sends the whole round to the general merge (which reads,
+decompresses or raises as usual).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from bisect import bisect_left
 import numpy as np
 
 from . import _scan_kernels as SK
+from . import cursor
 from ._seek_kernels import seek_table
 from .scan import _slice
 from .sstable.reader import concat_packed
@@ -36,7 +40,9 @@ _NO_KEY = np.zeros(0, np.uint8)
 def rounds(view, a, b, values: bool, general):
     """Forward rounds ``(keys, values)`` of ``view`` over ``[a, b)``: the short first round,
     then ``general(start)`` -- the general merge's rounds from ``start`` -- after its bound."""
-    r = first_round(view, a, b, values)
+    r = cursor.first_round(view, a, b, values, LIMIT)
+    if r is None:
+        r = first_round(view, a, b, values)
     if r is None:
         yield from general(a)
         return
