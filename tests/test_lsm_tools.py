@@ -27,6 +27,9 @@ def test_db_bench_all_phases_and_peers(tmp_path):
     text = db_bench.format_runs(runs)
     assert "ratio bloomdb / leveldb" in text and "readmissing" in text and "coldmissing-first1k" in text
     assert "memory held by filters" in text
+    before = st["before_reopen"]  # the warm store's write amplification survives the cold phases' reopens
+    assert before["write_amplification"] >= 0 and len(before["tables_per_level"]) == 7
+    assert "before the first reopen" in text
     assert "seekprefix" in text and st["seekprefix_checks"] >= st["seekprefix_skips"] > 0
 
 

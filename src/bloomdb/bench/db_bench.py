@@ -318,6 +318,7 @@ class _Runner:
         self.db = None
         self.path = None
         self.prefix_stats = None
+        self.before_reopen = None  # bloomdb's write amplification, compactions and shape before the first reopen
 
     def _record(self, phase, ops, t, c):
         self.run.results.append(PhaseResult(self.engine, phase, ops, time.perf_counter() - t, time.process_time() - c))
@@ -343,6 +344,9 @@ class _Runner:
 
     def _cold(self, phase, order):
         """Close, reopen and read at once: the open and the first reads are timed."""
+        if self.engine == "bloomdb" and self.before_reopen is None:  # a reopened store's stats start afresh
+            st = self.db.db.stats()
+            self.before_reopen = {k: st[k] for k in ("write_amplification", "compactions", "tables_per_level")}
         self.db.close()
         self.db = None
         t, c = time.perf_counter(), time.process_time()
@@ -415,6 +419,8 @@ class _Runner:
         try:
             if self.engine == "bloomdb" and self.db is not None:
                 self.run.stats = self.db.db.stats()
+                if self.before_reopen is not None:
+                    self.run.stats["before_reopen"] = self.before_reopen
                 if self.prefix_stats is not None:
                     self.run.stats["seekprefix_checks"], self.run.stats["seekprefix_skips"] = self.prefix_stats
         finally:
@@ -476,6 +482,10 @@ def format_runs(runs: list[EngineRun]) -> str:
                      f"memory held by filters {s['filter_memory_bytes']:,} B, by indexes {s['index_memory_bytes']:,} B")
         lines.append(f"bloomdb tables per level {s['tables_per_level']}, write amplification "
                      f"{s['write_amplification']:.2f}")
+        if "before_reopen" in s:
+            b = s["before_reopen"]
+            lines.append(f"bloomdb before the first reopen: tables per level {b['tables_per_level']}, "
+                         f"write amplification {b['write_amplification']:.2f}, compactions {b['compactions']:,}")
         if "seekprefix_checks" in s:
             lines.append(f"bloomdb seekprefix: {s['seekprefix_skips']:,} of {s['seekprefix_checks']:,} table reads "
                          "skipped by prefix filters")

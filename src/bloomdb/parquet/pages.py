@@ -14,7 +14,8 @@ value of every page.
 What it reads: flat columns (no repetition; required or optional) of physical type INT32, INT64,
 FLOAT or DOUBLE whose Arrow type is an integer, float32/float64, date32, time or timestamp (any
 unit and zone pyarrow reads unconverted) -- :meth:`ParquetColumns.read` gives numpy values --
-and BYTE_ARRAY (string / binary), FIXED_LEN_BYTE_ARRAY (fixed-size binary, UUID, FLOAT16),
+and BYTE_ARRAY (string / binary, and extension types over them such as ``arrow.json``),
+FIXED_LEN_BYTE_ARRAY (fixed-size binary whatever its annotation -- UUID, legacy INTERVAL -- and FLOAT16),
 decimals stored as INT32, INT64 or FIXED_LEN_BYTE_ARRAY (decimal128 / decimal256, as pyarrow
 reads them) and INT96 timestamps (timestamp[ns], pyarrow's default, with its wrapping
 arithmetic) -- :meth:`ParquetColumns.read_arrow` gives a pyarrow Array for any of them. Encodings PLAIN,
@@ -32,7 +33,9 @@ file, never a crash: every offset and length read from the file is checked again
 chunk's byte range from the footer, and pages that carry a CRC are checked against it before they
 are decoded (pages without one can decode to wrong values if damaged). Valid files are never
 called corrupt: zero-row row groups, empty pages and empty values sections (stored with no
-compressed block at all by some writers) read as pyarrow reads them.
+compressed block at all by some writers) read as pyarrow reads them, and so do files of legacy
+writers whose columns carry only the old ConvertedType (UTF8, DATE, TIME_*, TIMESTAMP_*, INT_*,
+UINT_*, DECIMAL, JSON, ENUM, BSON, INTERVAL; no LogicalType, no Arrow schema).
 """
 
 from __future__ import annotations
@@ -88,16 +91,17 @@ def _storage_dtype(col, arrow_type: pa.DataType) -> tuple[np.dtype, np.dtype] | 
 
 def _byte_type(col, arrow_type: pa.DataType) -> int | None:
     """The FIXED_LEN_BYTE_ARRAY width (0 for BYTE_ARRAY) of a column read by the byte-string
-    kernel into ``arrow_type``, or None (decimals, float16, dictionaries: left to pyarrow)."""
+    kernel into ``arrow_type`` (or into the storage of an extension type pyarrow gives, e.g.
+    ``arrow.json`` or ``arrow.uuid``), or None (decimals, float16, dictionaries: left to pyarrow)."""
     physical = col.physical_type
     storage = arrow_type.storage_type if isinstance(arrow_type, pa.BaseExtensionType) else arrow_type
-    if physical == "BYTE_ARRAY" and not isinstance(arrow_type, pa.BaseExtensionType) and (
+    if physical == "BYTE_ARRAY" and (
             pa.types.is_string(storage) or pa.types.is_large_string(storage) or pa.types.is_binary(storage)
             or pa.types.is_large_binary(storage) or pa.types.is_string_view(storage)
             or pa.types.is_binary_view(storage)):
         return 0
     if physical == "FIXED_LEN_BYTE_ARRAY" and pa.types.is_fixed_size_binary(storage) \
-            and storage.byte_width == col.length and column_type(col).family == "bytes":
+            and storage.byte_width == col.length:  # the bytes themselves, whatever the annotation (e.g. INTERVAL)
         return int(col.length)
     return None
 
@@ -195,7 +199,7 @@ def _byte_array(col: _Column, offsets: np.ndarray, data: np.ndarray, valid: np.n
     arr = pa.Array.from_buffers(base, m, [mask, offs, body], null_count=nulls)
     if pa.types.is_string_view(storage) or pa.types.is_binary_view(storage):
         arr = arr.cast(storage)
-    return arr
+    return pa.ExtensionArray.from_storage(t, arr) if storage is not t else arr  # e.g. JSON: arrow.json
 
 
 class ParquetColumns:
