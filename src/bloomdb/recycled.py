@@ -10,9 +10,10 @@ before in the process, a repeated join paid that again on every call.
 array above half of that) that this module keeps once every array carved from them is gone: such a
 slab goes to a free list, up to :data:`retain_bytes` in total (the oldest beyond that are
 unmapped), and the next call writes into pages already mapped. The pool is shared by every thread
-(a lock around a bump pointer); an array's death is noticed by a ``weakref.finalize`` on the
-ctypes object that owns its bytes (what numpy, Arrow and every view of the array keep alive), which only queues the slab (no lock is taken from a finalizer), and
-the queue is drained by the next :func:`empty`.
+(a lock around a bump pointer); an array's death is noticed by the ``__del__`` of the small
+object numpy keeps as its base (what every view of the array, numpy's or Arrow's, keeps alive),
+which only queues the slab (no lock is taken there), and the queue is drained by the next
+:func:`empty`.
 
 Contract: like ``np.empty`` (contents undefined, writable, C-contiguous, owned by nobody else while
 it lives). Cost: small requests (below :data:`MIN_BYTES`) are ``np.empty``; others one lock and a
@@ -27,7 +28,6 @@ import ctypes
 import mmap
 import os
 import threading
-import weakref
 from collections import deque
 
 import numpy as np
@@ -52,22 +52,32 @@ retain_bytes = _default_retain()
 
 
 class _Slab:
-    __slots__ = ("mm", "size", "used", "live")
+    __slots__ = ("mm", "anchor", "address", "size", "used", "live")
 
     def __init__(self, size: int):
         self.mm = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        self.anchor = ctypes.c_char.from_buffer(self.mm)  # pins the map while the slab is ours
+        self.address = ctypes.addressof(self.anchor)
         self.size, self.used, self.live = size, 0, 0
+
+
+class _Lease:
+    """Owns one array's bytes: numpy makes the array from :attr:`__array_interface__` with this
+    object as its base, so it lives as long as the array or any view of it (numpy's or Arrow's)."""
+
+    __slots__ = ("__array_interface__", "slab")
+
+    def __del__(self):
+        dead = _dead  # None once the interpreter tears the module down
+        if dead is not None:
+            dead.append(self.slab)  # deque.append is atomic; __del__ may run inside any code, even under _lock
 
 
 _lock = threading.Lock()
 _free: deque[_Slab] = deque()  # free slabs, oldest first
 _free_bytes = 0
 _current: _Slab | None = None  # the shared slab being carved
-_dead: deque[_Slab] = deque()  # one entry per array gone (appended by finalizers, drained under the lock)
-
-
-def _gone(slab: _Slab) -> None:
-    _dead.append(slab)  # deque.append is atomic; a finalizer may run inside any code, even under _lock
+_dead: deque[_Slab] = deque()  # one entry per array gone (appended by _Lease.__del__, drained under the lock)
 
 
 def _drain() -> None:
@@ -103,6 +113,7 @@ def _trim() -> None:
 
 
 def _close(slab: _Slab) -> None:
+    slab.anchor = None
     try:
         slab.mm.close()
     except BufferError:  # cannot happen (no live array); leave the map to the garbage collector
@@ -145,11 +156,11 @@ def empty(count: int, dtype) -> np.ndarray:
             off = slab.used
             slab.used += need
         slab.live += 1
-        # the owner of the array's memory: every view numpy or Arrow makes of the array keeps
-        # this object alive (a memoryview would not do: numpy wraps it in one of its own)
-        owner = (ctypes.c_char * nbytes).from_buffer(slab.mm, off)
-    weakref.finalize(owner, _gone, slab).atexit = False
-    return np.frombuffer(owner, dt, count)
+    lease = _Lease()
+    lease.slab = slab
+    lease.__array_interface__ = {"data": (slab.address + off, False), "shape": (int(count),),
+                                 "typestr": dt.str, "version": 3}
+    return np.asarray(lease)
 
 
 def release() -> int:
