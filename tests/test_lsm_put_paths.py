@@ -163,3 +163,18 @@ def test_put_many_refuses_a_bad_pair_and_leaves_the_batch_unchanged(bad):
     with pytest.raises(KeyTypeError):
         b.put_many(bad)
     assert b.ops == [(b"x", b"0")]
+
+
+def test_a_flushs_sorted_entries_leave_the_scan_keys_alone():
+    """A flush reads an immutable memtable's versions without the store's lock, while an
+    iterator's creation may merge the same memtable's new keys into its sorted ``keys`` under the
+    lock: the flush's pass must not merge them too (two merges of the same keys left duplicates)."""
+    mem = MemTable(1)
+    for i, k in enumerate([b"c", b"a", b"b", b"a", b"d"]):
+        mem.add(i + 1, k, b"v%d" % i, True)  # keep_old: history, the path that sorts entries
+    assert mem.history
+    entries = list(mem.sorted_entries())
+    assert [(k, s) for k, s, _ in entries] == [(b"a", 4), (b"a", 2), (b"b", 3), (b"c", 1), (b"d", 5)]
+    assert len(mem.keys) == 0  # untouched: only a scan under the store's lock merges
+    mem._merge_pending()
+    assert list(mem.keys) == [b"a", b"b", b"c", b"d"]

@@ -47,18 +47,22 @@ _crc_u8 = _crc_step(8)
 
 
 @njit(cache=True, nogil=True)
-def crc32c_ranges(buf, starts, ends, out):
-    """``out[j]`` = CRC32C of ``buf[starts[j]:ends[j]]`` (uint8 buffer; the caller checked
-    ``0 <= starts[j] <= ends[j] <= len(buf)``). Cost: one instruction per 8 bytes."""
+def crc32c_range(buf, p, e):
+    """CRC32C of ``buf[p:e]`` (uint8 buffer; the caller checked ``0 <= p <= e <= len(buf)``).
+    Cost: one instruction per 8 bytes."""
     m = np.uint64(0xFFFFFFFF)
+    c = m
+    while p + 8 <= e:
+        c = _crc_u64(c, load_u64(buf, p))
+        p += 8
+    while p < e:
+        c = _crc_u8(c, buf[p])
+        p += 1
+    return c ^ m
+
+
+@njit(cache=True, nogil=True)
+def crc32c_ranges(buf, starts, ends, out):
+    """``out[j]`` = CRC32C of ``buf[starts[j]:ends[j]]`` (as :func:`crc32c_range`)."""
     for j in range(starts.shape[0]):
-        c = m
-        p = starts[j]
-        e = ends[j]
-        while p + 8 <= e:
-            c = _crc_u64(c, load_u64(buf, p))
-            p += 8
-        while p < e:
-            c = _crc_u8(c, buf[p])
-            p += 1
-        out[j] = c ^ m
+        out[j] = crc32c_range(buf, starts[j], ends[j])

@@ -14,8 +14,12 @@ by the family's own ``check_hash`` through :func:`.probe._probe_kernels._check`)
 (no usable filter), ``F_NONE`` (no key of the table has a prefix), ``F_PYTHON`` (a family the
 kernel does not check: the round goes back to Python).
 
-Statuses: ``OK`` 0; ``CHECK`` 1 (table ``a``'s block ``b`` needs its CRC32C checked first, then
-call again); ``GENERAL`` 2 (a table without an address, a filter Python must ask, a malformed
+A block read for the first time has its CRC32C checked here (the SSE4.2 kernel of
+:mod:`bloomdb._checksum_kernels`: :mod:`.cursor` calls this kernel only where that runs) and is
+marked checked in the table's flags, as :meth:`Table.check_block` marks it.
+
+Statuses: ``OK`` 0; ``CHECK`` 1 (table ``a``'s block ``b`` is compressed, lies outside the file
+or fails its CRC32C: :meth:`Table.check_block` says which, and raises on damage); ``GENERAL`` 2 (a table without an address, a filter Python must ask, a malformed
 block, or a table whose first blocks hold nothing in range yet it goes on: the general merge
 reads the round and raises on damage).
 """
@@ -27,9 +31,11 @@ from numba import njit
 
 from ..hashing._kernels import xxh3_64_bytes
 from ._scan_kernels import count_below, merge_visible
+from .._checksum_kernels import crc32c_range
 from .._intrinsics import copy_bytes
 from .probe._address import i64_view, u8_view
 from .probe._probe_kernels import _check
+from .sstable.block import RAW, TRAILER
 from .sstable._block_kernels import _cmp, _first_not_below, _head, _r32, _restarts, key_words
 
 # table fields (T_STRIDE words per table)
@@ -255,10 +261,14 @@ def first_round(tab, lv, kb, pbuf, use_filter, keys, nlo, nhi, has_hi, snap, lim
         last = 0
         first_block = b
         while b < nb and b - first_block < MAX_BLOCKS:
-            if chk[b] == 0:
-                return CHECK, t, b, 0, 0, e8, z1, 0, False
             off = idx[1 + 6 * b + 4]
             size = idx[1 + 6 * b + 5]
+            if chk[b] == 0:  # first read: a raw, intact block is marked checked here
+                end = off + size
+                if (off < 0 or end + TRAILER > buf.shape[0] or buf[end] != RAW
+                        or crc32c_range(buf, off, end + 1) != np.uint64(_r32(buf, end + 1))):
+                    return CHECK, t, b, 0, 0, e8, z1, 0, False  # Python names the damage or decompresses
+                chk[b] = 1
             if b == first_block:
                 p, rpos = _seek_start(buf, off, size, lo)
             else:

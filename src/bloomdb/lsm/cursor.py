@@ -9,7 +9,8 @@ Python between the kernels and the arrays each call returns. Here one call of
 per version and prefix extractor) and returns the round's visible entries packed in one array;
 Python cuts at most ``LIMIT`` keys and values out of one ``bytes``.
 
-Taken when the view has no range tombstones and at most one memtable holds entries of the range;
+Taken when the view has no range tombstones, at most one memtable holds entries of the range and
+the host runs the SSE4.2 CRC32C kernel (blocks read for the first time are checked in the call);
 otherwise (and when the kernel hands the round back: a table read through Python, a filter family
 the kernel does not check, a compressed or damaged block) :func:`.seek.first_round` runs as
 before. A block whose CRC32C is not checked yet is checked by :meth:`Table.check_block` (which
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..checksum import HW_RANGES
 from . import _cursor_kernels as CK
 
 _E8 = np.zeros(0, np.uint8)
@@ -88,7 +90,7 @@ def first_round(view, a, b, values: bool, limit: int):
     """``(keys, values, bound)`` as :func:`.seek.first_round` returns them (``limit``: entries a
     table decodes at least, visible entries returned at most), from one kernel call; ``None``
     when this path does not apply (the caller takes the Python round)."""
-    if view.hide is not None or len(view.mem) > 1:
+    if view.hide is not None or len(view.mem) > 1 or not HW_RANGES:
         return None
     prefix = view.prefix
     name = None if prefix is None else prefix[0]
@@ -114,7 +116,8 @@ def first_round(view, a, b, values: bool, limit: int):
         c["prefix_skips"] += skips
     raw = out.tobytes()
     o = offs.tolist()
-    keys = [raw[o[j] : o[j + 1]] for j in range(m)]
-    vals = [raw[o[j] : o[j + 1]] for j in range(m + 1, 2 * m + 1)] if values else None
+    cut = raw.__getitem__  # the bytes objects are made by C loops (map), no Python frame per entry
+    keys = list(map(cut, map(slice, o[:m], o[1 : m + 1])))
+    vals = list(map(cut, map(slice, o[m + 1 : 2 * m + 1], o[m + 2 : 2 * m + 2]))) if values else None
     return keys, vals, (raw[o[2 * m + 2] : o[2 * m + 3]] if has_bound else None)
 

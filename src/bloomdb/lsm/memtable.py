@@ -102,11 +102,12 @@ class MemTable:
 
     def sorted_entries(self):
         """Every version in table order: ``(key, seq, value)``, keys ascending, seq descending.
-        Only for a memtable no longer written to (or under the store's lock)."""
-        self._merge_pending()
+        Only for a memtable no longer written to (or under the store's lock). The keys are sorted
+        here, not merged into ``keys``: a flush calls this without the store's lock, while an
+        iterator's creation may merge ``keys`` of the same immutable memtable under it."""
         latest = self.latest
         history = self.history
-        for k in self.keys:
+        for k in sorted(latest):
             s, v = latest[k]
             yield k, s, v
             h = history.get(k)
