@@ -197,8 +197,8 @@ class GroupSink:
             s = g[f"s{j}"].combine_chunks()
             if a.func == "sum":
                 return s
-            c = g[f"c{j}"].combine_chunks()
-            return pc.if_else(pc.greater(c, 0), pc.divide(s.cast(pa.float64()), c.cast(pa.float64())),
+            c = g[f"c{j}"].combine_chunks()  # an int64 sum past 2**53 rounds to float64 (DuckDB: double)
+            return pc.if_else(pc.greater(c, 0), pc.divide(s.cast(pa.float64(), safe=False), c.cast(pa.float64())),
                               pa.scalar(None, pa.float64()))
         m = g[f"m{j}"].combine_chunks()
         if f"n{j}" not in g.column_names:

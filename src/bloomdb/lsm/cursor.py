@@ -114,6 +114,8 @@ def first_round(view, a, b, values: bool, limit: int):
         c = prefix[2]
         c["prefix_checks"] += checks
         c["prefix_skips"] += skips
+    if m == 0 and not has_bound:  # nothing in range (an absent prefix)
+        return [], ([] if values else None), None
     raw = out.tobytes()
     o = offs.tolist()
     cut = raw.__getitem__  # the bytes objects are made by C loops (map), no Python frame per entry
