@@ -41,11 +41,27 @@ def result_groups(pos: np.ndarray, grp: np.ndarray, unmatched: np.ndarray) -> tu
     if max(pos[-1] if pos.shape[0] else -1, unmatched[-1]) == n - 1:  # every row 0..n-1 (they are disjoint)
         out_grp = np.empty(n, np.int64)
         K.scatter_groups(pos, grp, out_grp)
-        return np.arange(n, dtype=np.int64), out_grp
+        return every_position(n), out_grp
     out_pos = np.empty(n, np.int64)
     out_grp = np.empty(n, np.int64)
     K.merge_groups(pos, grp, unmatched, out_pos, out_grp)
     return out_pos, out_grp
+
+
+_EVERY: dict[int, np.ndarray] = {}
+
+
+def every_position(n: int) -> np.ndarray:
+    """``0, 1, ..., n - 1`` (int64, read-only), made once per chunk length (a left join's chunk
+    keeps every probe row: a fresh ``arange`` per chunk wrote 512 KiB for nothing)."""
+    a = _EVERY.get(n)
+    if a is None:
+        a = np.arange(n, dtype=np.int64)
+        a.flags.writeable = False
+        if len(_EVERY) >= 8:
+            _EVERY.clear()
+        _EVERY[n] = a
+    return a
 
 
 def probe_weights(bs: BuildSide, how: str, pos: np.ndarray, grp: np.ndarray,

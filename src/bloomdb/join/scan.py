@@ -75,8 +75,7 @@ class Scanner:
         r.decoded = ch.decoded
         pos, grp, use = self._match(i, ch, r)
         if self.how in KEEPS_PROBE:
-            everything = np.arange(n, dtype=np.int64)
-            alive = passing(self.preds, ch, everything, True)
+            alive = passing(self.preds, ch, np.arange(n, dtype=np.int64), True) if self.preds else None
             if alive is not None:
                 ok = np.zeros(n, np.bool_)
                 ok[alive] = True
