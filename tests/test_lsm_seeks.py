@@ -127,3 +127,28 @@ def test_model_with_a_seek_compaction_on_nearly_every_read(tmp_path, monkeypatch
     bad = stress.model_check(str(tmp_path / "db"), 8000, 21 + bg, report=problems.append,
                              options=small_options(background_compaction=bg))
     assert bad == 0, problems[:10]
+
+
+def test_a_spent_budget_is_reported_again_every_64_charges(tmp_path):
+    """A table passed over (the store compacts one spent table at a time) is reported again
+    later, as LevelDB re-reports it on every charge; only every 64th charge, so a read path
+    never takes the slow step on each get."""
+    from bloomdb.lsm.probe import _get_kernels as G, layout
+
+    p = str(tmp_path / "db")
+    _l0_store(p, tables=2)
+    with DB.open(p, Options(fs=RealFS(fsync=False)), read_only=True) as db:
+        key = b"k%08d." % 101  # in both tables' ranges; missing
+        for _ in range(3):
+            db.get(key)  # filters read, blocks checked: the kernel answers alone from now on
+        ver = db._state[2]
+        d = ver.refresh_probe()[0]
+        ver.slots[0].table.seek_budget[0] = 1
+        flags = []
+        for _ in range(200):
+            d[layout.SEEK_DUE] = 0
+            st = G.lookup(d, key, G.NEWEST, 0)[0]
+            flags.append(bool(st & G.SEEK))
+            assert st & ~G.SEEK == G.MISSING
+        assert [i for i, f in enumerate(flags) if f] == [0, 64, 128, 192]
+        assert ver.slots[1].table.seek_budget[0] == seeks.allowed_seeks(ver.slots[1].table.file_size)

@@ -73,12 +73,13 @@ def _check(meta, u64, w32, u16, u8, r, h, key, kstart, klen):
 @njit(cache=True, nogil=True)
 def _charge(meta, slot):
     """Charge one seek to ``slot``'s table (:mod:`.seeks`); its budget reaching zero goes into
-    ``SEEK_DUE``."""
+    ``SEEK_DUE``, and again every 64 charges below zero (the store takes one such table at a time,
+    as LevelDB's ``file_to_compact_``: a table passed over is reported again later)."""
     a = meta[SLOTS + slot * STRIDE + S_SEEKS]
     if a != 0:
         b = i64_view(a, 1)
         b[0] -= 1
-        if b[0] == 0:
+        if b[0] <= 0 and (b[0] & 63) == 0:
             meta[SEEK_DUE] = slot + 1
 
 

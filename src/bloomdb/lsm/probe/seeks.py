@@ -11,8 +11,10 @@ is only written or only read from one level never pays it.
 Here the budget is an ``int64[1]`` array kept with the table (:func:`budget`: it survives
 versions, like LevelDB's ``FileMetaData``); each directory slot holds its address
 (``layout.S_SEEKS``). The probe kernel (:func:`._probe_kernels._probe`) charges the first
-candidate table of a lookup when the same call reaches a second one, and when a budget reaches
-exactly zero it writes that slot into the directory's ``SEEK_DUE`` word; the lookup kernel then
+candidate table of a lookup when the same lookup reaches a second one, and when a budget reaches
+zero (and every 64 charges below zero: LevelDB re-reports a spent table on every charge while
+its one ``file_to_compact_`` slot is taken) it writes that slot into the directory's
+``SEEK_DUE`` word; the lookup kernel then
 flags its status (``_get_kernels.SEEK``) and Python (:func:`take_due`) hands the table to the
 store's compaction thread. Charges from threads may race (a lost decrement only delays the
 compaction). ``multi_get``'s batch kernel does not charge (LevelDB has no batch read).
