@@ -62,3 +62,24 @@ def test_cli_parses(tmp_path, capsys):
                  "--dir", str(tmp_path)]) == 0
     assert "readmissing" in capsys.readouterr().out
     assert main(["db-stress", "--ops", "1000", "--kills", "2", "--dir", str(tmp_path)]) == 0
+
+
+def test_db_bench_peers_settle_until_their_threads_are_idle():
+    """A peer's settle (after a fill) waits until the process's background threads stop using
+    CPU -- LevelDB and RocksDB compact in threads no API lets us wait for; their work must not run
+    during the next engine's timed phase (bloomdb's scan came right after the fills)."""
+    import threading
+    import time
+
+    from bloomdb.bench.db_bench import _LevelDB
+
+    def compacting():  # stands in for a peer's compaction thread
+        end = time.perf_counter() + 0.4
+        while time.perf_counter() < end:
+            pass
+
+    t = threading.Thread(target=compacting)
+    t.start()
+    _LevelDB.settle(None)
+    assert not t.is_alive()
+    t.join()

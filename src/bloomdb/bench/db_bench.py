@@ -29,7 +29,8 @@ order, in the same process):
 Engines run interleaved (each phase on every engine before the next phase), so a change in the
 machine's load hits them alike; each row gives wall time and this process's CPU time (all its
 threads, so a peer's compaction threads count too). After each fill the harness waits for
-bloomdb's background compactions (untimed); LevelDB and RocksDB compact in their own threads. Peers: ``leveldb`` (plyvel, 10 bits/key Bloom filter) and
+bloomdb's background compactions (untimed), and for LevelDB's and RocksDB's compaction threads to
+go idle (:func:`quiesce`: process CPU under 5% of a core over 0.25 s, at most 30 s; untimed). Peers: ``leveldb`` (plyvel, 10 bits/key Bloom filter) and
 ``rocksdb`` (rocksdict, 10 bits/key Bloom filter), both with their default caches.
 """
 
@@ -125,14 +126,27 @@ def bloomdb_write_batch(db, pairs) -> None:
     db.write(WriteBatch().put_many(pairs))
 
 
+def quiesce(max_wait: float = 30.0, window: float = 0.25, idle: float = 0.05) -> None:
+    """Wait (at most ``max_wait`` s) until this process's threads use under ``idle`` of a core
+    over ``window`` s: a peer's compaction threads, which no API lets us wait for, finish before
+    the next timed phase -- else they run during the next engine's phase (bloomdb's scan, the
+    first read after the fills) and count in its process CPU and its wall time."""
+    end = time.perf_counter() + max_wait
+    while time.perf_counter() < end:
+        c, t = time.process_time(), time.perf_counter()
+        time.sleep(window)
+        if time.process_time() - c < idle * (time.perf_counter() - t):
+            return
+
+
 class _Peer:
-    """What the peer stores (plyvel, rocksdict) share: no background work to wait for, no batched
-    multi_get, a full scan by iteration."""
+    """What the peer stores (plyvel, rocksdict) share: background work waited for by
+    :func:`quiesce`, no batched multi_get, a full scan by iteration."""
 
     multi_get = None
 
     def settle(self):
-        pass
+        quiesce()
 
     def _iterate(self):
         raise NotImplementedError

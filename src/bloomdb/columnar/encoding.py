@@ -41,7 +41,6 @@ import pyarrow.compute as pc
 
 from ..errors import CorruptionError, InvalidArgument
 from ..checksum import crc32c
-from .. import recycled
 from . import _kernels as K
 from .types import ColumnType
 
@@ -203,8 +202,12 @@ class Chunk:
     """A decoded view of one stored column chunk (``buf``: its bytes as a uint8 array, e.g. mmap).
 
     Uncompressed bodies are used in place (zero copy); zstd bodies are decompressed once here.
-    Raises :class:`CorruptionError` for a bad magic, size or checksum.
+    Raises :class:`CorruptionError` for a bad magic, size or checksum. :attr:`alloc` (default
+    ``np.empty``) allocates the whole-chunk decode: a caller whose result keeps it (a left join's
+    probe columns) sets :func:`bloomdb.recycled.empty`.
     """
+
+    alloc = None
 
     def __init__(self, buf: np.ndarray, ctype: ColumnType, source: str | None = None, verify: bool = True,
                  info: Any = None):
@@ -296,12 +299,12 @@ class Chunk:
             return self._values if positions is None else self._values[positions]
         if positions is None:
             if self._all is None:
-                out = recycled.empty(self.num_rows, np.uint64)
+                out = (self.alloc or np.empty)(self.num_rows, np.uint64)
                 K.unpack_all(self._words, self.width, self.reference, out)
                 out.flags.writeable = False
                 self._all = out
             return self._all
-        out = recycled.empty(positions.shape[0], np.uint64)
+        out = np.empty(positions.shape[0], np.uint64)
         K.unpack_at(self._words, self.width, self.reference, positions, out)
         return out
 

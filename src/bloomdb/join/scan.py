@@ -69,9 +69,9 @@ class Scanner:
         if pruned:
             r.skipped, r.skipped_bloom = pruned == "minmax", pruned == "bloom"
             if self.how in KEEPS_PROBE and n:
-                self._all_unmatched(self.src.chunk(i), r)
+                self._all_unmatched(self._open(i), r)
             return r
-        ch = self.src.chunk(i)
+        ch = self._open(i)
         r.decoded = ch.decoded
         pos, grp, use = self._match(i, ch, r)
         if self.how in KEEPS_PROBE:
@@ -91,6 +91,11 @@ class Scanner:
             self.matched_groups[grp] = True
         self.sink.chunk(ch, r, pos, grp, unmatched, not use or self.how in KEEPS_PROBE)
         return r
+
+    def _open(self, i: int):
+        ch = self.src.chunk(i)
+        ch.recycle = self.how in KEEPS_PROBE  # its whole columns are result columns
+        return ch
 
     def _pruned(self, i: int) -> str | None:
         """"minmax" / "bloom" when no build key can be in chunk ``i``, else None."""

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .. import columnar
+from .. import columnar, recycled
 from ..errors import CorruptionError, InvalidArgument
 from ._scan_kernels import every_row
 from .compare import KeyDomain
@@ -62,6 +62,9 @@ class ProbeChunk:
     #: whether decoding at repeated positions costs no more than a gather of decoded rows (then a
     #: probe row matching several build rows is decoded once per match; else once, then repeated)
     gathers_repeats = True
+    #: set by the scan when whole decoded columns become result columns (joins that keep every
+    #: probe row): a source that can decodes them into :mod:`bloomdb.recycled` memory
+    recycle = False
 
     def __init__(self) -> None:
         self.decoded: dict[str, int] = {}
@@ -141,6 +144,8 @@ class _ColumnarChunk(ProbeChunk):
         ch = self._chunks.get(name)
         if ch is None:
             ch = self._chunks[name] = self.table.chunk(self.group, name)
+            if self.recycle:
+                ch.alloc = recycled.empty
         return ch
 
     def keys(self, key: str, domain: KeyDomain) -> JoinKeys:
