@@ -127,6 +127,10 @@ def _join(tmp: str) -> None:
             hash_join(source, build, on=key, how="semi", columns=["k", "v"])
             hash_join(source, build, on=key, how="anti", columns=["k"])
             hash_join(source, build, on=key, columns=["k", "v"])
+        # rows with a fixed-width build column: a left join (unique keys) and a 2x fan-out
+        wide = build.append_column("w", pa.array(np.arange(build.num_rows, dtype=np.int64)))
+        hash_join(source, wide, on="k", how="left", columns=["k", "v", "w"])
+        hash_join(source, pa.concat_tables([wide, wide]), on="k", columns=["k", "v", "w"])
 
 
 STEPS: dict[str, Callable[[str], None]] = {
