@@ -94,8 +94,10 @@ def put_body(seq: int, key: bytes, value: bytes) -> bytes:
     """A single put's record without its CRC (what :func:`encode_put` checksums), remembering its
     size's layout in :data:`BODIES` while there is room."""
     kl, vl = len(key), len(value)
-    if len(BODIES) < BODY_SHAPES:
+    st = BODIES.get((kl, vl))
+    if st is None and len(BODIES) < BODY_SHAPES:
         st = BODIES[(kl, vl)] = struct.Struct(f"<IQIBI{kl}sI{vl}s")
+    if st is not None:
         return st.pack(21 + kl + vl, seq, 1, TYPE_VALUE, kl, key, vl, value)
     return b"".join((PUT_HEAD.pack(21 + kl + vl, seq, 1, TYPE_VALUE, kl), key, _U32.pack(vl), value))
 
