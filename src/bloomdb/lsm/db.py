@@ -34,13 +34,14 @@ from .background import Background, TaskContext
 from .batch import WriteBatch, key_bytes as _key
 from .compaction import executor
 from .iterator import Iterator, IteratorClosed, half_open
+from .keylist import key_list
 from .fs import RealFS
 from .memtable import MemTable
 from .options import MAX_LEVELS, Options
 from .probe import layout
 from .probe.lookup import Reads
 from .probe import lookup as _lookup
-from .probe._get_kernels import ASK as _ASK, VALUE as _VALUE
+from .probe._get_kernels import VALUE as _VALUE
 from .sstable import DELETED, MISSING
 from .cache import cache_stats, make_cache
 from .version import TableRef, Version
@@ -313,11 +314,12 @@ class DB(WritePath):
                 e = imm.latest.get(key)
             if e is None:  # the common read: one kernel call, no Python frame in between
                 p = ver._probe or ver.probe()
-                st, s, a, n = _lookup.newest(p[0], key)
+                r = _lookup.newest(p[0], key)
+                if r is None:  # missing or deleted
+                    return default
+                st, s, a, n = r
                 if st == _VALUE:
                     return p[1][s][a : a + n]
-                if st < _ASK:  # missing or deleted
-                    return default
                 r = self._reads.finish(ver, key, MAX_SEQ, st, s, a)
                 return default if r is MISSING or r is DELETED else r
             snap = MAX_SEQ
@@ -339,9 +341,7 @@ class DB(WritePath):
         ``bytes``) instead of an iterable of keys raises :class:`KeyTypeError`."""
         if isinstance(keys, (str, bytes, bytearray, memoryview)):
             raise KeyTypeError(f"multi_get takes an iterable of keys, not one {type(keys).__name__} key")
-        keys = list(keys)
-        if not set(map(type, keys)) <= {bytes}:
-            keys = [_key(k) for k in keys]
+        keys, joined = key_list(keys)
         n = len(keys)
         mem, imm, ver = state = self._state
         if snapshot is None:
@@ -358,11 +358,12 @@ class DB(WritePath):
         if found.count(None) == n:  # nothing in the memtables (the common case of a big batch)
             out, todo, sub = [default] * n, range(n), keys
         else:
+            joined = None
             out = [default if e is None or e[1] is None else e[1] for e in found]
             todo = [i for i, e in enumerate(found) if e is None]
             sub = [keys[i] for i in todo]
         if todo:
-            self._reads.get_many(ver, sub, snap, out, todo)
+            self._reads.get_many(ver, sub, snap, out, todo, joined)
         for i, v in (rangedel.covered(self, state, snapshot, keys) or {}).items():  # range-deleted keys
             out[i] = default if v is None else v
         return out

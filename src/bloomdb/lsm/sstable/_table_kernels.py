@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._block_kernels import _cmp, _first_not_below, block_get, key_words
+from ..._checksum_kernels import crc32c_range
+from ._block_kernels import _cmp, _first_not_below, block_get, encode_blocks, first_of_key, key_words
 
 ST_UNCHECKED = -2
 
@@ -282,3 +283,36 @@ def sort_run(kdata, klens, seqs, live, vlens):
         ko[j + 1] = p
         tr[j] = (seqs[i] << np.uint64(8)) | np.uint64(live[i])
     return kd, ko, tr, order, _offsets(vlens)
+
+
+@njit(cache=True, nogil=True)
+def frame_table(kdata, koff, tr, vdata, voff, vidx, block_size, restart_interval, gap, want_first):
+    """Everything of a table's build that needs no Python, in ONE call (one GIL release: a
+    background thread taking the GIL back behind a busy writer waits up to the interpreter's
+    switch interval after each call, and this used to be five calls): the data blocks
+    (:func:`encode_blocks`, each followed by ``gap`` zero bytes), the index block
+    (:func:`encode_index`), the first-of-key flags the filter needs (``want_first``; else an
+    empty array) and the trailers' :func:`trailer_stats`. Returns ``(framed, offs, sizes, lasts,
+    value bytes, index, first, min seq, max seq, deletions)``; the blocks' CRCs are the
+    caller's (:func:`frame_table_crc` puts them in place too)."""
+    framed, offs, sizes, lasts, vbytes = encode_blocks(kdata, koff, tr, vdata, voff, vidx, block_size,
+                                                       restart_interval, gap)
+    index = encode_index(kdata, koff, lasts, offs, sizes)
+    first = first_of_key(kdata, koff) if want_first else np.ones(0, np.bool_)
+    lo, hi, dels = trailer_stats(tr)
+    return framed, offs, sizes, lasts, vbytes, index, first, lo, hi, dels
+
+
+@njit(cache=True, nogil=True)
+def frame_table_crc(kdata, koff, tr, vdata, voff, vidx, block_size, restart_interval, gap, want_first):
+    """:func:`frame_table` with each block's trailer complete: the type byte 0 (raw) at
+    ``offs + sizes`` and, little-endian after it, the CRC32C of the block and that byte (the
+    SSE4.2 instruction: only on a host with it, :data:`bloomdb.checksum.HW_RANGES`)."""
+    framed, offs, sizes, lasts, vbytes, index, first, lo, hi, dels = frame_table(
+        kdata, koff, tr, vdata, voff, vidx, block_size, restart_interval, gap, want_first)
+    for b in range(offs.shape[0]):
+        e = offs[b] + sizes[b] + 1  # the block, then its type byte
+        c = crc32c_range(framed, offs[b], e)
+        for j in range(4):
+            framed[e + j] = np.uint8((c >> np.uint64(8 * j)) & np.uint64(0xFF))
+    return framed, offs, sizes, lasts, vbytes, index, first, lo, hi, dels

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import filters
-from ...checksum import crc32c
+from ...checksum import HW_RANGES, crc32c
 from ...errors import FilterBuildError, FilterFull
 from . import _block_kernels as K
 from . import _table_kernels as TK
@@ -130,15 +130,16 @@ def filter_spec_problem(spec: str) -> str | None:
     return None
 
 
-def _table_filter(spec: str | None, kdata, koff, lasts, n: int, partition_blocks: int):
+def _table_filter(spec: str | None, kdata, koff, lasts, first, partition_blocks: int):
     """``(filter bytes, [])`` for one filter per table, or ``(b"", [(partition filter, its last
     key), ...])`` for partitioned filters. A filter the family cannot build for these keys (a
     cuckoo table that fills, a ribbon that finds no seed: rare) gives a table without a filter,
     ``(b"", [])``: every lookup then reads the table -- slower, never a wrong answer, and the
-    store keeps running instead of stopping on a flush that can never succeed."""
+    store keeps running instead of stopping on a flush that can never succeed. ``first``: entry
+    ``i`` is the newest version of its key (:func:`._block_kernels.first_of_key`)."""
     if spec is None:
         return b"", []
-    first = K.first_of_key(kdata, koff)
+    n = first.shape[0]
     try:
         if partition_blocks <= 0:
             return _filter_bytes(spec, kdata, koff, first, 0, n), []
@@ -199,17 +200,20 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
         vidx = np.arange(n, dtype=np.int64)
     code = compression_code(compression)
     parts: list = []
-    if code == RAW:  # blocks encoded in place with room for their trailers; one CRC32C call per block
-        framed, offs, sizes, lasts, vbytes = K.encode_blocks(kdata, koff, tr, vdata, voff, vidx, block_size,
-                                                             restart_interval, TRAILER)
-        mv = memoryview(framed)
-        crcs = [crc32c(mv[o : o + z + 1]) for o, z in zip(offs.tolist(), sizes.tolist())]
-        TK.put_u32(framed, offs + sizes + 1, np.array(crcs, np.int64))
+    want_first = filter_spec is not None and whole_key_filter
+    if code == RAW:  # blocks encoded in place with room for their trailers, CRCs put in by the kernel
+        kernel = TK.frame_table_crc if HW_RANGES else TK.frame_table
+        framed, offs, sizes, lasts, vbytes, index, first, lo, hi, dels = kernel(
+            kdata, koff, tr, vdata, voff, vidx, block_size, restart_interval, TRAILER, want_first)
+        if not HW_RANGES:  # one library call per block
+            mv = memoryview(framed)
+            crcs = [crc32c(mv[o : o + z + 1]) for o, z in zip(offs.tolist(), sizes.tolist())]
+            TK.put_u32(framed, offs + sizes + 1, np.array(crcs, np.int64))
         parts.append(framed)
         pos = framed.shape[0]
     else:
-        out, starts, bsizes, lasts, vbytes = K.encode_blocks(kdata, koff, tr, vdata, voff, vidx, block_size,
-                                                              restart_interval, 0)
+        out, starts, bsizes, lasts, vbytes, _, first, lo, hi, dels = TK.frame_table(
+            kdata, koff, tr, vdata, voff, vidx, block_size, restart_interval, 0, want_first)
         raw = out.tobytes()
         offl, sizel = [], []
         pos = 0
@@ -220,9 +224,9 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
             parts.append(framed)
             pos += len(framed)
         offs, sizes = np.array(offl, np.int64), np.array(sizel, np.int64)
-    index = TK.encode_index(kdata, koff, lasts, offs, sizes)
+        index = TK.encode_index(kdata, koff, lasts, offs, sizes)
     # filter: distinct user keys (versions of a key are adjacent)
-    fbytes, pblocks = _table_filter(filter_spec if whole_key_filter else None, kdata, koff, lasts, n, partition_blocks)
+    fbytes, pblocks = _table_filter(filter_spec if want_first else None, kdata, koff, lasts, first, partition_blocks)
     if pblocks:  # one filter per group of data blocks, each its own checked block, then their index
         pindex = [PARTITION_MAGIC, struct.pack("<I", len(pblocks))]
         for blob, lk in pblocks:
@@ -232,7 +236,6 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
             parts.append(framed)
             pos += len(framed)
         fbytes = b"".join(pindex)
-    lo, hi, dels = TK.trailer_stats(tr)
     rseqs = [q for _, _, q in range_dels]
     meta = Meta(n, int(dels), min([int(lo)] + rseqs), max([int(hi)] + rseqs), int(koff[-1] - koff[0]),
                 int(vbytes), len(lasts), key(0), key(n - 1), filter_spec if fbytes else None,
