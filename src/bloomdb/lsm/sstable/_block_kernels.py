@@ -270,7 +270,7 @@ def encode_blocks(kdata, koff, trailers, vdata, voff, vidx, block_size, restart_
         p = _put_varint(out, p, klen - shared)
         p = _put_varint(out, p, vlen)
         if shared < uk:
-            out[p : p + uk - shared] = kdata[ks + shared : ks + uk]
+            copy_bytes(out, p, kdata, ks + shared, uk - shared)  # one memmove (a slice copies byte by byte)
             p += uk - shared
             t0 = 0
         else:
@@ -278,7 +278,7 @@ def encode_blocks(kdata, koff, trailers, vdata, voff, vidx, block_size, restart_
         for t in range(t0, 8):
             out[p] = np.uint8((tr >> np.uint64(8 * t)) & np.uint64(0xFF))
             p += 1
-        out[p : p + vlen] = vdata[vs : vs + vlen]
+        copy_bytes(out, p, vdata, vs, vlen)
         p += vlen
         count += 1
         same_next = False
@@ -443,7 +443,7 @@ def gather(data, off, idx):
     for j in range(idx.shape[0]):
         a = off[idx[j]]
         b = off[idx[j] + 1]
-        out[p : p + b - a] = data[a:b]
+        copy_bytes(out, p, data, a, b - a)
         p += b - a
         o[j + 1] = p
     return out, o
