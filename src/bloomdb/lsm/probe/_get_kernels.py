@@ -92,10 +92,15 @@ def lookup(directory, key, snap, start):
 def lookup_newest(directory, key):
     """:func:`lookup` from slot 0 as of now (``snap`` :data:`NEWEST`): a plain ``get``'s call.
     Two arguments instead of four: numba's dispatch costs ~35 ns per argument, a third of a
-    missing key's kernel time (measured, docs/benchmarks.md)."""
+    missing key's kernel time (measured, docs/benchmarks.md). Returns ``None`` for a key with
+    no value (``MISSING`` or ``DELETED`` without :data:`SEEK`), else the 4-tuple of
+    :func:`lookup`: boxing ``None`` costs nothing, boxing a tuple ~30 ns per call."""
     n = len(key)
-    return _lookup(directory, directory.view(np.uint64), directory.view(np.uint32), directory.view(np.uint16),
-                   directory.view(np.uint8), xxh3_64_bytes(key, 0, n), key, 0, n, key, NEWEST, 0, True)
+    r = _lookup(directory, directory.view(np.uint64), directory.view(np.uint32), directory.view(np.uint16),
+                directory.view(np.uint8), xxh3_64_bytes(key, 0, n), key, 0, n, key, NEWEST, 0, True)
+    if r[0] == MISSING or r[0] == DELETED:
+        return None
+    return r
 
 
 @njit(cache=True, nogil=True)

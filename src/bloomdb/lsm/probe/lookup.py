@@ -140,12 +140,18 @@ class Reads:
             self.true_positive += 1
         return r
 
-    def get_many(self, ver, keys: list[bytes], snap: int, out: list, todo) -> None:
-        """Set ``out[todo[j]]`` to the value of ``keys[j]`` for every key found with a value.
-        The whole batch is one kernel call (filters and blocks); keys it hands over are finished
-        per slot in Python (:meth:`_resolve`)."""
-        data, offsets = pack_bytes(keys)
+    def get_many(self, ver, keys: list[bytes], snap: int, out: list, todo, joined: bytes | None = None) -> None:
+        """Set ``out[todo[j]]`` to the value of ``keys[j]`` for every key found with a value
+        (``joined``: ``b"".join(keys)`` if the caller made it already). The whole batch is one
+        kernel call (filters and blocks); keys it hands over are finished per slot in Python
+        (:meth:`_resolve`)."""
         m = len(keys)
+        if joined is None:
+            data, offsets = pack_bytes(keys)
+        else:
+            data = np.frombuffer(joined, np.uint8)
+            offsets = np.zeros(m + 1, np.int64)
+            np.cumsum(np.fromiter(map(len, keys), np.int64, m), out=offsets[1:])
         status = np.empty(m, np.int64)
         slots = np.empty(m, np.int64)
         voff = np.empty(m, np.int64)
