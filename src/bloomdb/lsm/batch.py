@@ -109,6 +109,32 @@ class WriteBatch:
         return len(self.ops)
 
 
+class BoundBatch(WriteBatch):
+    """A :class:`WriteBatch` bound to a store: plyvel's ``db.write_batch()`` (made by
+    :meth:`DB.write_batch <bloomdb.lsm.writer.WritePath.write_batch>`). :meth:`write` applies it
+    atomically and keeps its operations; a ``with`` block writes it at its end and clears it --
+    unless ``transaction`` and the block raised (then nothing is written)."""
+
+    __slots__ = ("_db", "_transaction", "_sync")
+
+    def __init__(self, db, transaction: bool = False, sync: bool = False):
+        super().__init__()
+        self._db, self._transaction, self._sync = db, transaction, sync
+
+    def write(self) -> None:
+        self._db.write(self, self._sync)
+
+    def __enter__(self) -> "BoundBatch":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc_type is None or not self._transaction:
+                self.write()
+        finally:
+            self.clear()
+
+
 _U32 = struct.Struct("<I")
 
 

@@ -17,13 +17,14 @@ from bisect import bisect_left
 import numpy as np
 
 from ... import filters
-from ...checksum import crc32c, crc32c_ranges
+from ...checksum import HW_RANGES, crc32c, crc32c_ranges
 from ...errors import CorruptionError
 from . import _block_kernels as K
+from . import _open_kernels as OK
 from . import _table_kernels as TK
 from .block import RAW, TRAILER, unframe
 from .builder import PARTITION_MAGIC
-from .footer import decode_footer, decode_meta
+from .footer import Handles, decode_footer, decode_meta
 
 _U32 = struct.Struct("<I")
 
@@ -57,12 +58,21 @@ def parse_index_block(b, path: str, meta) -> np.ndarray:
     index, end = TK.parse_index(arr, 4, n)
     if end == -2:
         raise CorruptionError("index keys out of order", path)
-    if end != len(arr) or n != meta.num_blocks or n == 0:
+    if end != len(arr):
+        raise CorruptionError("malformed index block: index does not match the meta block", path)
+    _check_index(index, path, meta)
+    return index
+
+
+def _check_index(index: np.ndarray, path: str, meta) -> None:
+    """The index array agrees with the meta block: as many blocks, and the last block's last key
+    is the table's largest key. Raises CorruptionError."""
+    n = int(index[0])
+    if n != meta.num_blocks or n == 0:
         raise CorruptionError("malformed index block: index does not match the meta block", path)
     e = index[1 : 1 + 6 * n].reshape(n, 6)
     if index.view(np.uint8)[e[-1, 2] : e[-1, 2] + e[-1, 3]].tobytes() != meta.max_key:
         raise CorruptionError("index keys out of order", path)
-    return index
 
 
 class Table:
@@ -75,15 +85,11 @@ class Table:
         self._buf = buf
         self._arr = np.frombuffer(buf, dtype=np.uint8) if len(buf) else np.zeros(0, np.uint8)
         self.file_size = len(buf)
-        h = decode_footer(buf, path)
-        self._handles = h
-        _, m = unframe(buf, h.meta_off, h.meta_size, path, "meta")
-        self.meta = decode_meta(m if m is not None else bytes(buf[h.meta_off : h.meta_off + h.meta_size]), path)
-        _, ib = unframe(buf, h.index_off, h.index_size, path, "index")
-        self._parse_index(ib if ib is not None else bytes(buf[h.index_off : h.index_off + h.index_size]))
+        if not self._open_fast():
+            self._open_checked()
         self.min_key = self.meta.min_key
         self.max_key = self.meta.max_key
-        self._checked = np.zeros(len(self.offsets), np.uint8)  # 1: block's CRC checked, raw
+        self._checked = np.zeros(self.meta.num_blocks, np.uint8)  # 1: block's CRC checked, raw
         self._cache = cache
         self._filter = None
         self._filter_loaded = False
@@ -92,15 +98,61 @@ class Table:
         self._prefix = None  # the prefix filter once read; False: the table holds no prefix; True: damaged
         self._lock = threading.Lock()
 
-    def _parse_index(self, b) -> None:
-        """Read the index block (:func:`parse_index_block`): the kernel's index array, the
-        blocks' offsets and sizes; the last keys as bytes are made on first use
-        (:attr:`last_keys`)."""
-        index = self._index = parse_index_block(b, self.path, self.meta)
-        e = index[1 : 1 + 6 * int(index[0])].reshape(-1, 6)
-        self.offsets = e[:, 4].tolist()
-        self.sizes = e[:, 5].tolist()
+    def _open_fast(self) -> bool:
+        """Footer, meta and index checked and the index parsed in one kernel call
+        (:func:`._open_kernels.open_table`, on the mapped file: no block copied); False when the
+        kernel does not accept the file (damage, or no SSE4.2 CRC kernel): :meth:`_open_checked`
+        then decides and raises. The meta block is decoded in Python (a few hundred bytes)."""
+        if not HW_RANGES:
+            return False
+        st, hs, index = OK.open_table(self._arr)
+        if st != OK.ST_OK:
+            return False
+        fo, fs, mo, ms, io, isz, ko, kl = hs.tolist()
+        buf = self._buf
+        meta = self.meta = decode_meta(buf[mo : mo + ms], self.path)
+        if int(index[0]) != meta.num_blocks or buf[ko : ko + kl] != meta.max_key:
+            return False  # the Python path names the damage
+        self._handles = Handles(fo, fs, mo, ms, io, isz)
+        self._set_index(index)
+        return True
+
+    def _open_checked(self) -> None:
+        """The open step by step in Python (every check named in its error)."""
+        buf, path = self._buf, self.path
+        h = self._handles = decode_footer(buf, path)
+        _, m = unframe(buf, h.meta_off, h.meta_size, path, "meta")
+        self.meta = decode_meta(m if m is not None else bytes(buf[h.meta_off : h.meta_off + h.meta_size]), path)
+        _, ib = unframe(buf, h.index_off, h.index_size, path, "index")
+        ib = ib if ib is not None else bytes(buf[h.index_off : h.index_off + h.index_size])
+        self._set_index(parse_index_block(ib, path, self.meta))
+
+    def _set_index(self, index: np.ndarray) -> None:
+        """Keep the kernel's index array; the blocks' offsets and sizes as lists and the last
+        keys as bytes are made on first use (:attr:`offsets`, :attr:`sizes`, :attr:`last_keys`)."""
+        self._index = index
+        self._offsets = self._sizes = None
         self._last_keys = None
+
+    def _entries(self) -> np.ndarray:
+        idx = self._index
+        return idx[1 : 1 + 6 * int(idx[0])].reshape(-1, 6)
+
+    @property
+    def offsets(self) -> list[int]:
+        """Each data block's offset in the file (made from the index array on first use)."""
+        o = self._offsets
+        if o is None:
+            o = self._offsets = self._entries()[:, 4].tolist()
+        return o
+
+    @property
+    def sizes(self) -> list[int]:
+        """Each data block's size (made from the index array on first use)."""
+        s = self._sizes
+        if s is None:
+            s = self._sizes = self._entries()[:, 5].tolist()
+        return s
 
     @property
     def last_keys(self) -> list[bytes]:
@@ -108,7 +160,7 @@ class Table:
         keys = self._last_keys
         if keys is None:
             raw = self._index.view(np.uint8).tobytes()
-            e = self._index[1 : 1 + 6 * len(self.offsets)].reshape(-1, 6)
+            e = self._entries()
             keys = self._last_keys = [raw[o : o + n] for o, n in zip(e[:, 2].tolist(), e[:, 3].tolist())]
         return keys
 
@@ -340,7 +392,7 @@ class Table:
         return True
 
     def num_blocks(self) -> int:
-        return len(self.offsets)
+        return self.meta.num_blocks  # the index holds as many (checked at open)
 
     def first_block_for(self, key: bytes) -> int:
         return bisect_left(self.last_keys, key)
