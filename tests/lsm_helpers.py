@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from bloomdb.bench.stress import stress_options
 from bloomdb.lsm import Options
 from bloomdb.lsm.fs import RealFS
@@ -31,3 +33,32 @@ def check_cursors_like_plyvel(db, ldb, p: bytes, snap, lsnap, takes=(3, 12, None
             lit.seek(target)
             assert list(itertools.islice(it, 7)) == list(itertools.islice(lit, 7)), target
             assert it.prev() == lit.prev(), target
+
+
+class ManifestHookFS(RealFS):
+    """Real files (no fsync) that call :meth:`before_manifest_write` before every write of the
+    manifest: an atomic replace (``write_atomic``) or an append to it (:mod:`bloomdb.lsm.manifest`
+    appends a record per edit) -- so a test can fail or hold manifest writes of either kind."""
+
+    def __init__(self):
+        super().__init__(fsync=False)
+
+    def before_manifest_write(self, path: str) -> None:
+        """Override: raise to fail the write, block to hold it."""
+
+    def write_atomic(self, path, data):
+        if os.path.basename(path) == "MANIFEST":
+            self.before_manifest_write(path)
+        super().write_atomic(path, data)
+
+    def open_append(self, path):
+        f = super().open_append(path)
+        if os.path.basename(path) == "MANIFEST":
+            write, hook = f.write, self.before_manifest_write
+
+            def hooked(data):
+                hook(path)
+                write(data)
+
+            f.write = hooked
+        return f

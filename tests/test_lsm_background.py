@@ -13,6 +13,7 @@ from bloomdb.errors import BloomDBError
 from bloomdb.lsm import DB, Options, WriteBatch
 from bloomdb.lsm import background
 from bloomdb.lsm.fs import RealFS
+from lsm_helpers import ManifestHookFS
 
 
 def _opts(**kw):
@@ -121,18 +122,18 @@ def test_a_failed_flush_stops_writes_while_a_compaction_runs(tmp_path, monkeypat
         db.close()
 
 
-class _HeldManifestFS(RealFS):
-    """Manifest writes wait for ``release`` once ``armed`` (and say so in ``entered``)."""
+class _HeldManifestFS(ManifestHookFS):
+    """Manifest writes (replaces or appends) wait for ``release`` once ``armed`` (and say so in
+    ``entered``)."""
 
     def __init__(self):
-        super().__init__(fsync=False)
+        super().__init__()
         self.armed, self.entered, self.release = False, threading.Event(), threading.Event()
 
-    def write_atomic(self, path, data):
-        if self.armed and path.endswith("MANIFEST"):
+    def before_manifest_write(self, path):
+        if self.armed:
             self.entered.set()
             assert self.release.wait(120), "the test never released the manifest write"
-        return super().write_atomic(path, data)
 
 
 def test_writes_and_reads_go_on_while_a_flush_writes_the_manifest(tmp_path):

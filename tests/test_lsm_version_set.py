@@ -12,21 +12,20 @@ from bloomdb.lsm import DB
 from bloomdb.lsm import manifest as mf
 from bloomdb.lsm.fs import RealFS
 from bloomdb.lsm.version_set import RESERVE, VersionSet
-from lsm_helpers import small_options
+from lsm_helpers import ManifestHookFS, small_options
 
 
-class _FailingManifest(RealFS):
-    """Real files; the next ``fail`` atomic writes raise."""
+class _FailingManifest(ManifestHookFS):
+    """Real files; the next ``fail`` manifest writes (replaces or appends) raise."""
 
     def __init__(self):
-        super().__init__(fsync=False)
+        super().__init__()
         self.fail = 0
 
-    def write_atomic(self, path, data):
+    def before_manifest_write(self, path):
         if self.fail:
             self.fail -= 1
             raise OSError("injected manifest failure")
-        super().write_atomic(path, data)
 
 
 def _manifest(path) -> mf.ManifestState:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._intrinsics import copy_bytes
 from .sstable._table_kernels import argsort_packed
 
 #: bytes a memtable counts per entry besides its key and value (``memtable.ENTRY_OVERHEAD``)
@@ -124,7 +125,7 @@ def log_run(data):
     ko = np.zeros(n + 1, np.int64)
     p = 0
     for i in range(n):
-        kd[p : p + kls[i]] = data[ks[i] : ks[i] + kls[i]]
+        copy_bytes(kd, p, data, ks[i], kls[i])  # one memmove (a slice copies byte by byte)
         p += kls[i]
         ko[i + 1] = p
     order = argsort_packed(kd, ko)  # stable: a key's versions stay newest first
@@ -155,11 +156,11 @@ def log_run(data):
     vp = 0
     for j in range(m):
         i = keep[j]
-        okd[kp : kp + kls[i]] = kd[ko[i] : ko[i + 1]]
+        copy_bytes(okd, kp, kd, ko[i], kls[i])
         kp += kls[i]
         oko[j + 1] = kp
         tr[j] = (seqs[i] << np.uint64(8)) | np.uint64(live[i])
-        ovd[vp : vp + vls[i]] = data[vs[i] : vs[i] + vls[i]]
+        copy_bytes(ovd, vp, data, vs[i], vls[i])
         vp += vls[i]
         ovo[j + 1] = vp
     return True, okd[:kp], oko, tr, ovd[:vp], ovo, mbytes, nranges

@@ -28,16 +28,15 @@ from collections import Counter
 
 import numpy as np
 
-from ..checksum import crc32c
 from ..errors import BloomDBError, InvalidArgument, KeyTypeError, StoreClosed
-from . import batch as wb, checkpoint, logrun, opening, properties, rangedel, readonly, wal
+from . import checkpoint, logrun, opening, properties, rangedel, wal
 from .background import Background, TaskContext
-from .batch import WriteBatch, key_bytes as _key, value_bytes as _value
+from .batch import WriteBatch, key_bytes as _key
 from .compaction import executor
 from .iterator import Iterator, IteratorClosed, half_open
 from .keylist import key_list
 from .fs import RealFS
-from .memtable import ENTRY_OVERHEAD, MemTable
+from .memtable import MemTable
 from .options import MAX_LEVELS, Options
 from .probe import layout
 from .probe.lookup import Reads
@@ -47,10 +46,9 @@ from .sstable import DELETED, MISSING
 from .cache import cache_stats, make_cache
 from .version import TableRef, Version
 from .version_set import VersionSet
+from .writer import WritePath
 
 from .rangedel import MAX_SEQ  # noqa: E402  (re-exported)
-_BODIES = wal.BODIES
-_U32 = wal._U32
 
 
 class Snapshot:
@@ -80,7 +78,7 @@ class Snapshot:
         self.close()
 
 
-class DB:
+class DB(WritePath):
     """An LSM key-value store in a folder. Keys and values are bytes (str keys become UTF-8);
     keys are ordered bytewise. Open with :meth:`DB.open`; use as a context manager."""
 
@@ -116,7 +114,6 @@ class DB:
         self._bg_error: BaseException | None = None
         self._closed = False
         self._closing = False
-        self._mem_limit = 0 if read_only else options.memtable_bytes  # 0: put() checks, and refuses
         self._cache = make_cache(options, read_only)  # the read route: memory-mapped, or the bounded cache (:mod:`.cache`)
         self._stats = Counter()
         self._reads = Reads()
@@ -195,91 +192,7 @@ class DB:
             if not self._closed:
                 self.close()
 
-    # -- writing ------------------------------------------------------------------------------
-    def _check_writable(self) -> None:
-        if self._closed or self._closing:
-            raise StoreClosed(f"{self.path}: the store is closed")
-        if self.read_only:
-            raise readonly.refuse(self.path, "writing")
-        if self._bg_error is not None:
-            raise BloomDBError(f"{self.path}: the store stopped after an I/O error: {self._bg_error!r}")
-
-    def put(self, key, value, sync: bool = False) -> None:
-        """Set ``key`` to ``value``. ``sync=True``: the WAL is fsynced before returning.
-        Cost: one WAL append (a copy into the mapped log, :mod:`.logfile`; a ``write`` syscall on
-        other file systems) and one memtable insert, both inlined here."""
-        if type(key) is not bytes:
-            key = _key(key)
-        if type(value) is not bytes:
-            value = _value(value)
-        with self._lock:
-            mem = self._mem
-            if mem.bytes >= self._mem_limit or self._bg_error is not None or self._closing:
-                self._check_writable()
-                self._make_room()
-                mem = self._mem
-            seq = self._seq + 1
-            kl, vl = len(key), len(value)  # wal.encode_put, inlined: the hot path of every unbatched write
-            st = _BODIES.get((kl, vl))
-            body = wal.put_body(seq, key, value) if st is None else st.pack(21 + kl + vl, seq, 1, 1, kl, key, vl, value)
-            rec = _U32.pack(crc32c(body)) + body
-            try:
-                if sync:
-                    self._log.add(rec, True)
-                else:
-                    try:
-                        self._log.append(rec)
-                    except ValueError:  # a mapped log's reserved space is full: add() reserves more
-                        self._log.add(rec, False)
-            except BaseException as e:
-                self._bg_error = e  # the log's tail is unknown now: nothing may be appended after it
-                raise opening.as_store_error(self.path, e, opening=False)
-            self._seq = seq
-            if self._keep_old:
-                mem.add(seq, key, value, True)
-            else:  # MemTable.add without keep_old, inlined (tests/test_lsm_put_paths.py pins the two)
-                mem.latest[key] = (seq, value)
-                mem.bytes += kl + vl + ENTRY_OVERHEAD
-
-    def delete(self, key, sync: bool = False) -> None:
-        """Remove ``key`` (writes a tombstone). Deleting a missing key is not an error."""
-        key = _key(key)
-        with self._lock:
-            self._check_writable()
-            self._make_room()
-            seq = self._seq + 1
-            self._append(wal.encode_put(seq, key, None), sync)
-            self._seq = seq
-            self._mem.add(seq, key, None, self._keep_old)
-
-    def delete_range(self, start, end, sync: bool = False) -> None:
-        """Remove every key in ``[start, end)`` (RocksDB's ``DeleteRange``): one range tombstone
-        (:mod:`.rangedel`). ``end < start`` raises InvalidArgument; ``start == end`` is a no-op."""
-        self.write(WriteBatch().delete_range(start, end), sync)
-
-    def write(self, batch: WriteBatch, sync: bool = False) -> None:
-        """Apply ``batch`` atomically: one WAL record, consecutive sequence numbers."""
-        if not isinstance(batch, WriteBatch):
-            raise InvalidArgument(f"write() takes a WriteBatch, not {type(batch).__name__}")
-        ops = batch.ops
-        if not ops:
-            return
-        with self._lock:
-            self._check_writable()
-            self._make_room()
-            first = self._seq + 1
-            rec, puts = wb.record(batch, first)
-            self._append(rec, sync)
-            wb.apply(self._mem, first, ops, puts, self._keep_old)
-            self._seq = first + len(ops) - 1
-
-    def _append(self, record: bytes, sync: bool) -> None:
-        try:
-            self._log.add(record, sync)
-        except BaseException as e:
-            self._bg_error = e  # the log's tail is unknown now: nothing may be appended after it
-            raise opening.as_store_error(self.path, e, opening=False)
-
+    # -- writing (put, delete, write, write_batch: :class:`.writer.WritePath`) ----------------
     def _make_room(self) -> None:
         """Called with the lock held: switch to a fresh memtable when full, waiting for the
         previous flush (and for L0 to drain below ``level0_stop``)."""

@@ -1,18 +1,29 @@
 """The manifest: the store's whole state (live tables per level, counters) in one small file.
 
-Every change (a flush, a compaction) writes the complete new state to ``MANIFEST.tmp``, fsyncs
-it, renames it over ``MANIFEST`` and fsyncs the folder (``fs.write_atomic``), so after a crash
-the set of live tables is exactly one that existed before it: the old or the new, never a mix.
+The file is a log of *records*, each the complete state after one change; the last one is the
+state (LevelDB's ``MANIFEST`` log holds edits; ours holds whole states, so a record never
+depends on the ones before it). A change (a flush, a compaction) appends its record and fsyncs
+the file: one ``write`` and one ``fsync``. The first write of a process, and any write that
+would let the file grow past :func:`rewrite_due`'s bound, replaces the file instead with one
+record (``fs.write_atomic``: ``MANIFEST.tmp`` written, fsynced, renamed over ``MANIFEST``, the
+folder fsynced), so a process appends only to a file it wrote whole itself. After a crash the
+set of live tables is exactly one that existed before it: the old or the new, never a mix.
 
-Layout (little-endian)::
+Layout (little-endian), per record (version 2)::
 
     8  magic b"BDBMANI1"
-    4  u32 format version (1)
+    4  u32 format version (2)
     4  u32 CRC32C of the body
     4  u32 body length
+    4  u32 CRC32C of the 20 bytes above (so a damaged length is damage, not a torn tail)
     body: u64 next file number | u64 last sequence | u64 log number | u32 table count |
           per table: u8 level | u64 number | u64 file size | u64 entries | u64 min seq |
                      u64 max seq | u32 len + min key | u32 len + max key
+
+A record cut short by the end of the file after at least one whole record (a crash during an
+append: its change was never acknowledged, nothing was deleted on its account) is ignored; any
+other damage raises :class:`CorruptionError`. Version 1 files (one record of the 20-byte header
+without its CRC, the whole file) are still read.
 """
 
 from __future__ import annotations
@@ -26,8 +37,9 @@ from ..errors import CorruptionError
 from .sstable.builder import TableInfo
 
 MAGIC = b"BDBMANI1"
-VERSION = 1
-_HEAD = struct.Struct("<8sIII")
+VERSION = 2
+_HEAD = struct.Struct("<8sIII")  # version 1's whole header; version 2's before its CRC
+_HEAD2 = struct.Struct("<8sIIII")
 _STATE = struct.Struct("<QQQI")
 _TABLE = struct.Struct("<BQQQQQ")
 
@@ -49,21 +61,53 @@ def encode(s: ManifestState) -> bytes:
         parts.append(struct.pack("<I", len(t.max_key)))
         parts.append(t.max_key)
     body = b"".join(parts)
-    return _HEAD.pack(MAGIC, VERSION, crc32c(body), len(body)) + body
+    head = _HEAD.pack(MAGIC, VERSION, crc32c(body), len(body))
+    return head + struct.pack("<I", crc32c(head)) + body
 
 
-def decode(data: bytes, path: str) -> ManifestState:
-    data = bytes(data)
+def rewrite_due(file_bytes: int, record_bytes: int) -> bool:
+    """Whether a manifest of ``file_bytes`` should be replaced rather than appended to by a
+    record of ``record_bytes``: past 1 MiB and past 16 records of this size (a reader decodes
+    one record but reads and checks the whole file)."""
+    return file_bytes + record_bytes > max(1 << 20, 16 * record_bytes)
+
+
+def _last_body(data: bytes, path: str) -> bytes:
+    """The body of the file's last whole record (see the module's docstring)."""
     if len(data) < _HEAD.size:
         raise CorruptionError("manifest is truncated", path)
     magic, ver, crc, n = _HEAD.unpack_from(data, 0)
     if magic != MAGIC:
         raise CorruptionError("bad manifest magic", path)
+    if ver == 1:
+        body = data[_HEAD.size :]
+        if len(body) != n or crc32c(body) != crc:
+            raise CorruptionError("manifest fails its CRC32C (or has the wrong length)", path)
+        return body
     if ver != VERSION:
         raise CorruptionError(f"unsupported manifest version {ver}", path)
-    body = data[_HEAD.size :]
-    if len(body) != n or crc32c(body) != crc:
-        raise CorruptionError("manifest fails its CRC32C (or has the wrong length)", path)
+    pos, last = 0, None
+    while pos < len(data):
+        rest = len(data) - pos
+        if rest < _HEAD2.size or rest < _HEAD2.size + _HEAD2.unpack_from(data, pos)[3]:
+            if last is not None and data[pos : pos + len(MAGIC)] == MAGIC[: min(rest, len(MAGIC))] and (
+                    rest < _HEAD2.size or crc32c(data[pos : pos + _HEAD.size]) == _HEAD2.unpack_from(data, pos)[4]):
+                break  # a torn append (its header, if whole, is intact): never acknowledged
+            raise CorruptionError(f"manifest record at byte {pos} is truncated or damaged", path)
+        magic, ver, crc, n, hcrc = _HEAD2.unpack_from(data, pos)
+        if magic != MAGIC or ver != VERSION or crc32c(data[pos : pos + _HEAD.size]) != hcrc:
+            raise CorruptionError(f"manifest record at byte {pos} has a damaged header", path)
+        body = data[pos + _HEAD2.size : pos + _HEAD2.size + n]
+        if crc32c(body) != crc:
+            raise CorruptionError(f"manifest record at byte {pos} fails its CRC32C", path)
+        last, pos = body, pos + _HEAD2.size + n
+    return last
+
+
+def decode(data: bytes, path: str) -> ManifestState:
+    """The state of the manifest bytes ``data`` (its last whole record). Raises
+    :class:`CorruptionError` naming ``path`` for anything but a torn last append."""
+    body = _last_body(bytes(data), path)
     try:
         nf, ls, ln, count = _STATE.unpack_from(body, 0)
         p = _STATE.size

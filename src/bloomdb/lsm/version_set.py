@@ -9,8 +9,8 @@ A :class:`VersionSet` is the one owner of
 * **file numbers**: :meth:`new_file_number` hands out numbers reserved by a durable manifest
   (``RESERVE`` at a time), so recovery can prove that a table or log numbered below the
   manifest's ``next_file`` was written by this store and one above it was not;
-* **edits**: :meth:`log_and_apply` makes a new version durable (manifest written atomically)
-  before it becomes current, and restores the old one if the write fails. It is three steps,
+* **edits**: :meth:`log_and_apply` makes a new version durable (its manifest record appended
+  and fsynced, or the manifest replaced atomically: :mod:`.manifest`) before it becomes current, and restores the old one if the write fails. It is three steps,
   so the caller can write the manifest without holding its own lock (LevelDB's ``LogAndApply``
   unlocks the store's mutex around its manifest write too): :meth:`prepare` (under the caller's
   lock: the new version, the reservation to record, :attr:`writing` set), :meth:`write_edit` (no
@@ -21,8 +21,11 @@ A :class:`VersionSet` is the one owner of
 It takes no lock: the caller (:class:`bloomdb.lsm.db.DB`) serialises calls under its own and
 allows one edit in flight (:attr:`writing`); while one is, :meth:`new_file_number` may not write
 a manifest (:meth:`needs_reservation` says when it would: the caller waits for the commit).
-Cost: a manifest write is one atomic file replace of O(tables) bytes; ``new_file_number`` writes
-one when the reservation runs out.
+Cost: a manifest write appends O(tables) bytes and fsyncs (one ``write``, one ``fsync``; the
+atomic replace it was before took two fsyncs and ~9 system calls, each a GIL release that a
+background thread pays up to a switch interval to take back behind a busy writer); the first
+write of a process, and one in ~16 later, replaces the file (:func:`.manifest.rewrite_due`).
+``new_file_number`` writes one when the reservation runs out.
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ class VersionSet:
         self.log_number = 0  # the oldest log still needed (manifest's view)
         self.last_seq = 0  # the last sequence the manifest or the tables knew at recovery
         self.writing = False  # an edit is between prepare() and commit()/abort()
+        self._mf = None  # the manifest opened for appends (only after this process wrote it whole)
+        self._mf_bytes = -1  # its size; -1: not written whole by this process (the next write replaces it)
 
     def release(self) -> None:
         """Forget every table (the store is closing): the current version becomes empty, so each
@@ -73,6 +78,7 @@ class VersionSet:
         reader still holds the table, not when the garbage collector next breaks the store's
         reference cycles (until then, every open/close of a store kept one descriptor per table)."""
         self.current = Version([[] for _ in range(MAX_LEVELS)])
+        self._drop_manifest_file()
         if hasattr(self._cache, "close"):
             self._cache.close()  # the cached route's open table files close now too
 
@@ -183,8 +189,35 @@ class VersionSet:
         reservation), ``last_seq`` and the oldest log still needed."""
         tables = [(r.level, r.info) for r in self.current.all_refs()]
         state = mf.ManifestState(max(self.reserved, self.next_file), last_seq, log_number, tables)
-        self._fs.write_atomic(self._file("MANIFEST"), mf.encode(state))
+        self._write_manifest(mf.encode(state))
         self.log_number = log_number
+
+    def _write_manifest(self, record: bytes) -> None:
+        """Make ``record`` the manifest's last, durably: appended and fsynced to the file this
+        process wrote whole, else (first write, a failed earlier write, or
+        :func:`.manifest.rewrite_due`) the file replaced by it alone. A failure raises; the next
+        write then replaces the file (a torn or unsynced tail is never appended after)."""
+        path = self._file("MANIFEST")
+        if self._mf_bytes < 0 or mf.rewrite_due(self._mf_bytes, len(record)):
+            self._drop_manifest_file()
+            self._fs.write_atomic(path, record)
+            self._mf_bytes = len(record)
+            return
+        try:
+            if self._mf is None:
+                self._mf = self._fs.open_append(path)
+            self._mf.write(record)
+            self._mf.sync()
+        except BaseException:
+            self._drop_manifest_file()
+            raise
+        self._mf_bytes += len(record)
+
+    def _drop_manifest_file(self) -> None:
+        """Close the append handle; the next write replaces the file."""
+        f, self._mf, self._mf_bytes = self._mf, None, -1
+        if f is not None:
+            f.close()
 
     def prepare(self, deleted: set[int], added: list[TableRef], log_number: int, last_seq: int) -> Edit:
         """Start an edit (tables ``deleted`` by number, ``added``): nothing changes but
@@ -199,9 +232,9 @@ class VersionSet:
         return Edit(version, mf.ManifestState(reserved, last_seq, log_number, tables), reserved, log_number)
 
     def write_edit(self, edit: Edit) -> None:
-        """Write ``edit``'s manifest (atomically, durably). Needs no lock: nothing else writes
-        the manifest while :attr:`writing` is set."""
-        self._fs.write_atomic(self._file("MANIFEST"), mf.encode(edit.state))
+        """Write ``edit``'s manifest record (durably, :meth:`_write_manifest`). Needs no lock:
+        nothing else writes the manifest while :attr:`writing` is set."""
+        self._write_manifest(mf.encode(edit.state))
 
     def commit(self, edit: Edit) -> Version:
         """``edit`` is durable: make its version current; returns the version it replaced."""

@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from ..._checksum_kernels import crc32c_range
+from ..._intrinsics import copy_bytes
 from ._block_kernels import _cmp, _first_not_below, block_get, encode_blocks, first_of_key, key_words
 
 ST_UNCHECKED = -2
@@ -153,7 +154,7 @@ def encode_index(kdata, koff, lasts, offsets, sizes):
             out[p + j] = np.uint8((s >> (8 * j)) & 0xFF)
             out[p + 4 + j] = np.uint8((kl >> (8 * j)) & 0xFF)
         p += 8
-        out[p : p + kl] = kdata[a : a + kl]
+        copy_bytes(out, p, kdata, a, kl)
         p += kl
     return out
 
@@ -278,7 +279,7 @@ def sort_run(kdata, klens, seqs, live, vlens):
         i = order[j]
         a = koff[i]
         b = koff[i + 1]
-        kd[p : p + b - a] = kdata[a:b]
+        copy_bytes(kd, p, kdata, a, b - a)
         p += b - a
         ko[j + 1] = p
         tr[j] = (seqs[i] << np.uint64(8)) | np.uint64(live[i])
