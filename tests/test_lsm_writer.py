@@ -250,3 +250,18 @@ def test_sigkill_during_fast_puts_keeps_every_acknowledged_write(tmp_path, seed)
                 assert got == want, i
         later = [k for k in db.iterator(start=b"k%07d" % (acked + 1), include_value=False)]
         assert later == [], later[:3]  # at most the write in flight may have landed
+
+
+@pytest.mark.parametrize("bad", [[(b"a", b"1"), (b"b", b"2", b"3")], [(b"a", b"1", b"x"), (b"b", b"2", b"3")],
+                                 [(b"a",), (b"b",)], [(), ()], [(b"a", b"1"), ()], [(b"a", b"1"), (b"b", None)]])
+def test_put_many_refuses_pairs_of_the_wrong_shape_in_its_fast_path(bad):
+    """The fast path checks a list of tuples with one strict ``zip``: tuples longer or shorter
+    than a pair, alone or all alike, are refused as ``put`` would refuse them."""
+    from bloomdb.errors import KeyTypeError
+
+    b = WriteBatch().put(b"x", b"0")
+    with pytest.raises(KeyTypeError):
+        b.put_many(bad)
+    assert b.ops == [(b"x", b"0")]
+    ok = [(b"k", b"v"), ("ké", bytearray(b"w")), (b"k", memoryview(b"u"))]  # converted as put() converts
+    assert WriteBatch().put_many(ok).ops == [(b"k", b"v"), ("ké".encode(), b"w"), (b"k", b"u")]

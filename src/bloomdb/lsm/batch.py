@@ -67,16 +67,21 @@ class WriteBatch:
 
     def put_many(self, pairs) -> "WriteBatch":
         """:meth:`put` every ``(key, value)`` of ``pairs``, in order (later pairs win, as with
-        puts). Cost: for a list of ``(bytes, bytes)`` tuples, a few C-speed passes that check the
-        types and one ``extend`` (~0.05 us per pair against ~0.25 for a ``put`` call); anything
+        puts). Cost: for a list of ``(bytes, bytes)`` tuples, four C-speed passes that check the
+        types (``list.count`` of the types: no set insert per item) and one ``extend`` (~0.07 us
+        per pair against ~0.2 for a ``put`` call); anything
         else goes pair by pair through :meth:`put`'s conversions. A bad pair raises
         :class:`KeyTypeError` with the batch unchanged."""
         ops = pairs if type(pairs) is list else list(pairs)
-        if not ops:
+        n = len(ops)
+        if not n:
             return self
-        if set(map(type, ops)) == {tuple} and set(map(len, ops)) == {2}:
-            keys, values = zip(*ops)
-            if set(map(type, keys)) == {bytes} and set(map(type, values)) == {bytes}:
+        if list(map(type, ops)).count(tuple) == n:
+            try:  # strict: every tuple as long as the first; two columns: every tuple a pair
+                keys, values = zip(*ops, strict=True)
+            except ValueError:
+                keys = values = ()
+            if list(map(type, keys)).count(bytes) == n and list(map(type, values)).count(bytes) == n:
                 self.ops.extend(ops)
                 return self
         new = []

@@ -7,7 +7,8 @@ A table is read through the addresses its directory slot holds (``S_TBUF``, ``S_
 ``S_TCHK``: :mod:`._address`), with :func:`bloomdb.lsm.sstable._table_kernels.table_get`. What
 the kernel cannot finish it hands to Python with the slot: ``ASK`` (the slot's filter is not in
 the directory yet, or of a family the kernel does not run: :meth:`.directory.Directory.check_many`)
-``CHECK`` (the data block is raw but its CRC32C is not checked yet: :meth:`Table.check_block`
+``CHECK`` (the data block is raw but its CRC32C is not checked yet and the kernel could not check
+it -- no CRC instruction on this host, or damage: :meth:`Table.check_block`
 checks it without a copy, then the kernel resumes at the same slot) and ``READ`` (a compressed
 or malformed block, or a slot without an address: :meth:`Table.get` reads it and raises on
 damage). Python then resumes the kernel from the next slot.
@@ -24,14 +25,43 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ...checksum import HW_RANGES
 from ...hashing._kernels import xxh3_64_bytes
+from ..sstable._block_kernels import _r32
 from ..sstable._table_kernels import ST_UNCHECKED, table_get
-from ..sstable.block import RAW
+from ..sstable.block import RAW, TRAILER
 from ._address import i64_view, u8_view
 from ._probe_kernels import _probe
 from .layout import C_BLOCKS, C_FOUND, C_LOOKUPS, SEEK_DUE, S_TBUF, S_TCHK, S_TIDX, S_TIDXLEN, S_TLEN, SLOTS, STRIDE
 
 MISSING, VALUE, DELETED, ASK, READ, CHECK = 0, 1, 2, 3, 4, 5
+
+if HW_RANGES:  # the SSE4.2 CRC32C instruction: a block's first read is checked in the kernel
+    from ..._checksum_kernels import crc32c_range as _block_crc
+else:
+
+    @njit(cache=True, nogil=True)
+    def _block_crc(buf, p, e):
+        """No CRC instruction on this host: a value no stored CRC32C has, so the kernel hands
+        the block to Python (``CHECK``), which checks it with the ``crc32c`` library."""
+        return np.uint64(1) << np.uint64(32)
+
+
+@njit(cache=True, nogil=True)
+def _first_read(buf, idx, chk, blk):
+    """Check raw data block ``blk``'s CRC32C on its first read, in the kernel: True when it is
+    raw and intact (it is marked checked in ``chk``, the table's flags, as
+    :meth:`Table.check_block` does); False when Python must look (compressed, out of the file,
+    damaged -- Python raises naming the file -- or no CRC instruction on this host).
+    Cost: one ``crc32`` instruction per 8 bytes of the block."""
+    off = idx[1 + 6 * blk + 4]
+    end = off + idx[1 + 6 * blk + 5]
+    if off < 0 or end + TRAILER > buf.shape[0] or buf[end] != RAW:
+        return False
+    if _block_crc(buf, off, end + 1) != np.uint64(_r32(buf, end + 1)):
+        return False
+    chk[blk] = 1
+    return True
 SEEK = 8  #: or-ed into a status: a table's seek budget ran out (:mod:`.seeks`); the rest is unchanged
 NEWEST = (1 << 56) - 1  #: :data:`bloomdb.lsm.rangedel.MAX_SEQ`: the snapshot of a read "as of now"
 
@@ -61,7 +91,10 @@ def _lookup(d, u64, w32, u16, u8, h, key, kstart, klen, kview, snap, start, char
         idx = i64_view(d[b + S_TIDX], d[b + S_TIDXLEN])
         n = d[b + S_TLEN]
         buf = u8_view(addr, n)
-        st, blk, vo, vl = table_get(buf, idx, u8_view(d[b + S_TCHK], idx[0]), kview, snap)
+        chk = u8_view(d[b + S_TCHK], idx[0])
+        st, blk, vo, vl = table_get(buf, idx, chk, kview, snap)
+        if st == ST_UNCHECKED and _first_read(buf, idx, chk, blk):
+            st, blk, vo, vl = table_get(buf, idx, chk, kview, snap)
         if st == ST_UNCHECKED:
             end = idx[1 + 6 * blk + 4] + idx[1 + 6 * blk + 5]
             if 0 <= end < n and buf[end] == RAW:

@@ -143,7 +143,9 @@ def block_get(buf, start, size, key, snap):
 
     Returns ``(status, value offset, value length)``: status 1 value, 2 deletion, 0 missing,
     -1 malformed block. Cost: a binary search over restart points plus at most one restart
-    interval of entries.
+    interval of entries, each compared from the first byte that may differ from ``key`` (the
+    bytes it shares with the entry before it are not compared again): 557 -> 435 ns per
+    present-key lookup with the block in cache (docs/benchmarks.md, seventh session).
     """
     nr, rpos = _restarts(buf, start, size)
     if nr < 0:
@@ -168,8 +170,10 @@ def block_get(buf, start, size, key, snap):
             lo = mid
         else:
             hi = mid
-    scratch = np.empty(size, np.uint8)
+    scratch = np.empty(min(size, 128), np.uint8)  # the current entry's key; grown for a longer one
     klen = 0
+    tl = len(key)
+    m = 0  # the current entry's user key and ``key`` agree on their first m bytes
     p = start + _r32(buf, rpos + 4 * lo)
     while p < end:
         shared, p = _varint(buf, p, end)
@@ -183,10 +187,24 @@ def block_get(buf, start, size, key, snap):
             return ST_CORRUPT, 0, 0
         if shared + unshared > size:
             return ST_CORRUPT, 0, 0
+        if shared + unshared > scratch.shape[0]:  # (a small buffer first: 15 ns against 40 for 4 KiB)
+            grown = np.empty(size, np.uint8)
+            copy_bytes(grown, 0, scratch, 0, shared)
+            scratch = grown
         copy_bytes(scratch, shared, buf, p, unshared)  # in bounds: checked just above
         klen = shared + unshared
         p += unshared
-        c = _cmp_user(scratch, 0, klen - 8, key)
+        # bytewise compare of the user key with ``key``, from the first byte that may differ: the
+        # first ``shared`` bytes are the previous key's, which agreed with ``key`` on m bytes
+        ulen = klen - 8
+        j = min(m, shared, ulen, tl)
+        while j < ulen and j < tl and scratch[j] == key[j]:
+            j += 1
+        m = j
+        if j < ulen and j < tl:
+            c = -1 if scratch[j] < key[j] else 1
+        else:
+            c = 0 if ulen == tl else (-1 if ulen < tl else 1)
         if c > 0:
             return ST_MISSING, 0, 0
         if c == 0:
