@@ -187,3 +187,84 @@ def test_a_reopen_after_a_torn_manifest_append_replaces_the_file_before_appendin
         assert torn not in open(mpath, "rb").read()  # replaced before the first append
     with DB.open(p, small_options()) as db:
         assert db.get(b"k00017") == b"v" * 40 and db.get(b"k05999") == b"w" * 40
+
+
+# -- a compaction's inputs in two kernel calls -------------------------------------------------
+from bloomdb.lsm.compaction import _merge_kernels as MK  # noqa: E402
+from bloomdb.lsm.compaction import executor  # noqa: E402
+from bloomdb.lsm.sstable.cached_reader import open_table  # noqa: E402
+from bloomdb.lsm.sstable.reader import decode_tables  # noqa: E402
+
+
+def _tables(tmp_path, compression=None, count=3):
+    fs = RealFS(fsync=False)
+    out = []
+    for t in range(count):
+        kd, ko, tr, vd, vo = _entries(10 + t, 1500)
+        p = str(tmp_path / f"{t:06d}.sst")
+        build_table_arrays(fs, p, t, kd, ko, tr, vd, vo, "blocked:10", 4096, 16, compression)
+        out.append(p)
+    return fs, out
+
+
+def _same(a, b):
+    assert len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_one_call_decode_of_the_inputs_gives_the_table_by_table_answer(tmp_path):
+    fs, paths = _tables(tmp_path)
+    tables = [open_table(fs, p, i) for i, p in enumerate(paths)]
+    got, counts = executor.decode_inputs(tables)
+    want, wcounts = decode_tables([open_table(fs, p, i) for i, p in enumerate(paths)])
+    _same(got, want)
+    assert counts == wcounts and sum(counts) == got[2].shape[0]
+    if HW_RANGES:  # the one-call path was taken (not the fallback)
+        views = [t.lookup_arrays() for t in tables]
+        words = np.array([(b.ctypes.data, b.shape[0], i.ctypes.data, i.shape[0]) for b, i, _ in views], np.int64)
+        ok, *arrays, kc = MK.decode_inputs(words.ravel())
+        assert ok and kc.tolist() == counts
+        _same(arrays, want)
+
+
+@pytest.mark.parametrize("where", ["block", "crc"])
+def test_a_damaged_input_block_is_corruption_naming_its_table(tmp_path, where):
+    fs, paths = _tables(tmp_path)
+    t1 = open_table(fs, paths[1], 1)
+    off, size = t1.offsets[2], t1.sizes[2]
+    pos = off + size // 2 if where == "block" else off + size + 2
+    del t1
+    with open(paths[1], "r+b") as fh:
+        fh.seek(pos)
+        b = fh.read(1)
+        fh.seek(pos)
+        fh.write(bytes([b[0] ^ 0x10]))
+    tables = [open_table(fs, p, i) for i, p in enumerate(paths)]
+    with pytest.raises(CorruptionError) as e:
+        executor.decode_inputs(tables)
+    assert e.value.path == paths[1]
+
+
+def test_compressed_inputs_decode_through_the_table_by_table_path(tmp_path):
+    pytest.importorskip("zstandard")
+    fs, paths = _tables(tmp_path, "zstd")
+    got, counts = executor.decode_inputs([open_table(fs, p, i) for i, p in enumerate(paths)])
+    want, wcounts = decode_tables([open_table(fs, p, i) for i, p in enumerate(paths)])
+    _same(got, want)
+    assert counts == wcounts
+
+
+@pytest.mark.parametrize("bottom,snap", [(True, 10 ** 9), (False, 10 ** 9), (True, 12000)])
+def test_merge_and_split_in_one_call_gives_the_three_steps_answers(bottom, snap):
+    parts = [_entries(20 + r, 800) for r in range(3)]
+    kd, ko = pack_bytes([p[0][p[1][i] : p[1][i + 1]].tobytes() for p in parts for i in range(len(p[1]) - 1)])
+    tr = np.concatenate([p[2] for p in parts])
+    vd, vo = pack_bytes([p[3][p[4][i] : p[4][i + 1]].tobytes() for p in parts for i in range(len(p[4]) - 1)])
+    starts = np.cumsum([0] + [p[2].shape[0] for p in parts]).astype(np.int64)
+    idx, gk, go, gt, cuts = MK.merge_and_split(kd, ko, tr, vo, starts, snap, bottom, 16 << 10)
+    want = MK.merge_runs(kd, ko, tr, starts, snap, bottom)
+    assert np.array_equal(idx, want) and np.array_equal(gt, tr[want])
+    wk, wo = BK.gather(kd, ko, want)
+    assert np.array_equal(gk, wk) and np.array_equal(go, wo)
+    vs = np.zeros(want.shape[0] + 1, np.int64)
+    np.cumsum(vo[want + 1] - vo[want], out=vs[1:])
+    assert np.array_equal(cuts, MK.split_points(wk, wo, vs, 16 << 10)) and len(cuts) > 2

@@ -1,5 +1,7 @@
-"""numba kernels of compaction: the k-way merge of sorted runs (dropping versions no snapshot
-sees) and the split of the merged run into output tables. Pure: arrays in, arrays out.
+"""numba kernels of compaction: the inputs' blocks checked and decoded in one call, the k-way
+merge of sorted runs (dropping versions no snapshot sees) and the split of the merged run into
+output tables. Pure: arrays in, arrays out (the inputs' mapped files reached by address,
+:func:`decode_inputs`).
 """
 
 from __future__ import annotations
@@ -7,7 +9,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..sstable._block_kernels import _cmp
+from ..._checksum_kernels import crc32c_range
+from ..._intrinsics import copy_bytes
+from ..probe._address import i64_view, u8_view
+from ..sstable._block_kernels import _cmp, decode_into, decoded_sizes, packed_empty
 
 
 @njit(cache=True, nogil=True)
@@ -108,3 +113,85 @@ def not_covered(kdata, koff, trailers, idx, bdata, boff, fseq):
         if 0 <= j < m and (trailers[i] >> np.uint64(8)) < fseq[j]:
             keep[x] = False
     return keep
+
+
+@njit(cache=True, nogil=True)
+def _blocks(idx):
+    """The data blocks' offsets and sizes from a table's index array (``n``, then 6 words per
+    block: two key words, key position and length, block offset and size)."""
+    nb = idx[0]
+    offs = np.empty(nb, np.int64)
+    sizes = np.empty(nb, np.int64)
+    for b in range(nb):
+        offs[b] = idx[5 + 6 * b]
+        sizes[b] = idx[6 + 6 * b]
+    return offs, sizes
+
+
+@njit(cache=True, nogil=True)
+def decode_inputs(tables):
+    """Every entry of a compaction's input tables, one table after the other, in ONE call (one
+    GIL release; it was four kernel calls per table): ``(ok, kdata, koff, trailers, vdata, voff,
+    counts)``. ``tables``: int64, per table four words -- its mapped file's address and length,
+    its index array's address and length in words (``Table.lookup_arrays``; the caller keeps
+    them referenced). Every block must lie in the file, be stored raw and match its CRC32C (the
+    SSE4.2 instruction: only on a host with it) and parse; else ``ok`` is False and nothing
+    else is meaningful (the caller's step-by-step path then names the damage, or decodes
+    compressed blocks). Cost: one CRC pass and two decode passes over the inputs."""
+    nt = tables.shape[0] // 4
+    counts = np.zeros(nt, np.int64)
+    n = 0
+    kb = 0
+    vb = 0
+    e8 = np.zeros(0, np.uint8)
+    z = np.zeros(1, np.int64)
+    fail = (False, e8, z, np.zeros(0, np.uint64), e8, z, counts)
+    for t in range(nt):
+        buf = u8_view(tables[4 * t], tables[4 * t + 1])
+        offs, sizes = _blocks(i64_view(tables[4 * t + 2], tables[4 * t + 3]))
+        for b in range(offs.shape[0]):
+            e = offs[b] + sizes[b]  # the type byte, then the CRC
+            if offs[b] < 0 or sizes[b] < 0 or e + 5 > buf.shape[0] or buf[e] != 0:
+                return fail
+            stored = np.uint64(buf[e + 1]) | (np.uint64(buf[e + 2]) << np.uint64(8)) | (
+                np.uint64(buf[e + 3]) << np.uint64(16)) | (np.uint64(buf[e + 4]) << np.uint64(24))
+            if crc32c_range(buf, offs[b], e + 1) != stored:
+                return fail
+        m, k, v = decoded_sizes(buf, offs, sizes)
+        if m < 0:
+            return fail
+        counts[t] = m
+        n += m
+        kb += k
+        vb += v
+    kdata, koff, trailers, vdata, voff = packed_empty(n, kb, vb)
+    first = 0
+    for t in range(nt):
+        buf = u8_view(tables[4 * t], tables[4 * t + 1])
+        offs, sizes = _blocks(i64_view(tables[4 * t + 2], tables[4 * t + 3]))
+        decode_into(buf, offs, sizes, kdata, koff, trailers, vdata, voff, first)
+        first += counts[t]
+    return True, kdata, koff, trailers, vdata, voff, counts
+
+
+@njit(cache=True, nogil=True)
+def merge_and_split(kdata, koff, trailers, voff, run_starts, smallest_snapshot, bottom, table_bytes):
+    """:func:`merge_runs`, the kept keys gathered and the output tables' :func:`split_points`,
+    in one call: ``(idx, kd, ko, kept trailers, cuts)`` (entry ``i`` kept is input ``idx[i]``;
+    no range tombstone may hide any entry: the caller checks). Cost: as the three steps."""
+    idx = merge_runs(kdata, koff, trailers, run_starts, smallest_snapshot, bottom)
+    m = idx.shape[0]
+    ko = np.zeros(m + 1, np.int64)
+    vsizes = np.zeros(m + 1, np.int64)
+    tr = np.empty(m, np.uint64)
+    for j in range(m):
+        i = idx[j]
+        ko[j + 1] = ko[j] + koff[i + 1] - koff[i]
+        vsizes[j + 1] = vsizes[j] + voff[i + 1] - voff[i]
+        tr[j] = trailers[i]
+    kd = np.empty(ko[m], np.uint8)
+    for j in range(m):
+        i = idx[j]
+        copy_bytes(kd, ko[j], kdata, koff[i], ko[j + 1] - ko[j])
+    cuts = split_points(kd, ko, vsizes, table_bytes) if m > 0 else np.zeros(0, np.int64)
+    return idx, kd, ko, tr, cuts

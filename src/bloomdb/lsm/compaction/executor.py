@@ -12,7 +12,10 @@ them any more.
 Cost: every input entry is decoded once, merged once (a k-way merge over the sorted runs:
 each L0 table, plus the next level's tables as one run) and encoded once, all in numba kernels
 that release the GIL, so a compaction barely slows the writer; no Python object per entry. The
-kept keys are gathered; the values are not (the builder reads each where decoding put it).
+kept keys are gathered; the values are not (the builder reads each where decoding put it). The
+inputs take two kernel calls whatever their number (decode; merge, gather and split): each
+return to Python from this background thread may wait up to the interpreter's switch interval
+for the GIL behind a busy writer, and it was four calls per input table and five more.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 
 from ..sstable import Table
 from ..sstable.cached_reader import open_table
+from ...checksum import HW_RANGES
 from ..sstable._block_kernels import gather
 from ..sstable.builder import build_table_arrays
 from ..sstable.reader import decode_tables
@@ -54,25 +58,48 @@ def write_table(ctx, number: int, arrays, level: int, last_level: bool, range_de
     return info, open_table(ctx.fs, path, number, ctx.cache, level)
 
 
-def merge_arrays(runs, smallest_snapshot: int, bottom: bool, range_dels=()):
+def decode_inputs(tables):
+    """Every entry of ``tables`` (in order) as packed ``(kdata, koff, trailers, vdata, voff)``
+    and each table's entry count: in one kernel call (:func:`._merge_kernels.decode_inputs`,
+    the mapped files read by address) when every table is mapped, raw and intact on a host with
+    the SSE4.2 CRC; else table by table (:func:`..sstable.reader.decode_tables`, which decodes
+    compressed blocks and raises ``CorruptionError`` naming a damaged one)."""
+    views = [t.lookup_arrays() if HW_RANGES and hasattr(t, "lookup_arrays") else None for t in tables]
+    if views and all(v is not None for v in views):
+        words = np.array([(b.ctypes.data, b.shape[0], i.ctypes.data, i.shape[0]) for b, i, _ in views], np.int64)
+        ok, *arrays, counts = K.decode_inputs(words.ravel())
+        if ok:
+            return tuple(arrays), counts.tolist()
+    return decode_tables(tables)
+
+
+def merge_arrays(runs, smallest_snapshot: int, bottom: bool, range_dels=(), table_bytes: int = 2 << 20):
     """Merge sorted runs (each a list of tables in key order) with the drop rules: the kept
     entries in order as ``(kdata, koff, trailers, vdata, voff, vidx)`` -- keys and trailers
     gathered, values left where decoding put them (entry ``i``'s value is item ``vidx[i]``: the
-    builder reads it there, so values are copied once less). ``range_dels``: tombstones whose
-    hidden entries may go (those visible to every snapshot are used)."""
+    builder reads it there, so values are copied once less) -- and the end of each output table
+    of about ``table_bytes`` (:func:`._merge_kernels.split_points`). ``range_dels``: tombstones
+    whose hidden entries may go (those visible to every snapshot are used). Cost: two kernel
+    calls without live tombstones (decode; merge, gather and split)."""
     tables = [t for run in runs for t in run]
-    (kdata, koff, trs, vdata, voff), counts = decode_tables(tables)
+    (kdata, koff, trs, vdata, voff), counts = decode_inputs(tables)
     starts = [0]
     i = 0
     for run in runs:
         starts.append(starts[-1] + sum(counts[i : i + len(run)]))
         i += len(run)
-    idx = K.merge_runs(kdata, koff, trs, np.array(starts, np.int64), smallest_snapshot, bottom)
+    starts = np.array(starts, np.int64)
     live = [t for t in range_dels if t[2] <= smallest_snapshot]
-    if live:
-        idx = idx[tombstones.Fragments(live).not_covered(kdata, koff, trs, idx)]
+    if not live:
+        idx, kd, ko, tr, cuts = K.merge_and_split(kdata, koff, trs, voff, starts, smallest_snapshot, bottom, table_bytes)
+        return (kd, ko, tr, vdata, voff, idx), cuts.tolist()
+    idx = K.merge_runs(kdata, koff, trs, starts, smallest_snapshot, bottom)
+    idx = idx[tombstones.Fragments(live).not_covered(kdata, koff, trs, idx)]
     kd, ko = gather(kdata, koff, idx)
-    return kd, ko, trs[idx], vdata, voff, idx
+    vsizes = np.zeros(idx.shape[0] + 1, np.int64)  # the kept values' sizes, as offsets
+    np.cumsum(voff[idx + 1] - voff[idx], out=vsizes[1:])
+    cuts = K.split_points(kd, ko, vsizes, table_bytes).tolist() if idx.shape[0] else []
+    return (kd, ko, trs[idx], vdata, voff, idx), cuts
 
 
 def run(task: Task, version, ctx) -> tuple[set[int], list[tuple[int, object, Table]], int]:
@@ -92,7 +119,8 @@ def run(task: Task, version, ctx) -> tuple[set[int], list[tuple[int, object, Tab
     if below:
         runs.append([r.table for r in below])  # one level's tables: a single sorted run
     every = [t for r in version.all_refs() for t in r.table.meta.range_dels]
-    kd, ko, tr, vd, vo, vidx = merge_arrays(runs, ctx.smallest_snapshot, task.bottom, every)
+    (kd, ko, tr, vd, vo, vidx), cuts = merge_arrays(runs, ctx.smallest_snapshot, task.bottom, every,
+                                                    ctx.options.table_bytes)
     inputs = set(task.all_inputs)
     others = [r for r in version.all_refs() if r.number not in inputs]
     keep = [t for n in task.all_inputs for t in by_number[n].table.meta.range_dels
@@ -101,9 +129,8 @@ def run(task: Task, version, ctx) -> tuple[set[int], list[tuple[int, object, Tab
     added = []
     written = 0
     a = 0
-    vsizes = np.zeros(vidx.shape[0] + 1, np.int64)  # the kept values' sizes, as offsets
-    np.cumsum(vo[vidx + 1] - vo[vidx], out=vsizes[1:])
-    cuts = K.split_points(kd, ko, vsizes, ctx.options.table_bytes).tolist() if tr.shape[0] else ([0] if keep else [])
+    if not cuts and keep:
+        cuts = [0]  # no entry kept: one table carries the tombstones
     for b in cuts:
         arrays = (kd[ko[a] : ko[b]], ko[a : b + 1] - ko[a], tr[a:b], vd, vo, vidx[a:b])
         info, table = write_table(ctx, ctx.new_file_number(), arrays, out_level, last_level, keep)

@@ -402,15 +402,20 @@ def decode_blocks(buf, offs, sizes):
     if n < 0:
         e8 = np.zeros(0, np.uint8)
         return False, e8, np.zeros(1, np.int64), np.zeros(0, np.uint64), e8, np.zeros(1, np.int64)
-    kdata = np.empty(kb, np.uint8)
+    kdata, koff, trailers, vdata, voff = packed_empty(n, kb, vb)
+    decode_into(buf, offs, sizes, kdata, koff, trailers, vdata, voff, 0)
+    return True, kdata, koff, trailers, vdata, voff
+
+
+@njit(cache=True, nogil=True)
+def packed_empty(n, kb, vb):
+    """Room for ``n`` decoded entries of ``kb`` key and ``vb`` value bytes: ``(kdata, koff,
+    trailers, vdata, voff)``, the offsets' first word 0 (exact sizes: no page touched in vain)."""
     koff = np.empty(n + 1, np.int64)
-    trailers = np.empty(n, np.uint64)
-    vdata = np.empty(vb, np.uint8)
     voff = np.empty(n + 1, np.int64)
     koff[0] = 0
     voff[0] = 0
-    decode_into(buf, offs, sizes, kdata, koff, trailers, vdata, voff, 0)
-    return True, kdata, koff, trailers, vdata, voff
+    return np.empty(kb, np.uint8), koff, np.empty(n, np.uint64), np.empty(vb, np.uint8), voff
 
 
 @njit(cache=True, nogil=True)
