@@ -149,19 +149,74 @@ def test_an_index_block_offset_past_the_file_is_caught(tmp_path):
     assert e.value.path == path
 
 
-def test_a_reopened_store_of_many_tables_reads_like_the_model(tmp_path):
-    """Hundreds of tables opened again (every table through the one-call open), read at once."""
-    p = str(tmp_path / "db")
-    model = {}
-    opts = small_options(block_size=256)
-    with DB.open(p, opts) as db:
-        for i in range(30000):
+def _many_tables(path: str, opts, n: int = 30000):
+    """The same writes into a bloomdb store at ``path`` and a LevelDB store beside it (plyvel)."""
+    plyvel = pytest.importorskip("plyvel")
+    ldb = plyvel.DB(path + "-leveldb", create_if_missing=True)
+    with DB.open(path, opts) as db:
+        for i in range(n):
             k = b"%08d" % ((i * 7919) % 30011)
-            model[k] = b"v%d" % i
-            db.put(k, model[k])
-    with DB.open(p, opts) as db:
-        assert sum(db.stats()["tables_per_level"]) > 20
-        for k in list(model)[::13]:
-            assert db.get(k) == model[k]
-            assert db.get(k + b".") is None
-        assert list(db.scan()) == sorted(model.items())
+            v = b"v%d" % i
+            db.put(k, v)
+            ldb.put(k, v)
+            if i % 97 == 0:
+                db.delete(k[:-1] + b"1")
+                ldb.delete(k[:-1] + b"1")
+    return ldb
+
+
+def test_a_reopened_store_of_many_tables_reads_like_leveldb(tmp_path):
+    """Hundreds of tables opened again (each through the one-call open, each filter read on its
+    table's first lookup) answer at once as LevelDB does on the same writes."""
+    p = str(tmp_path / "db")
+    opts = small_options(block_size=256)
+    ldb = _many_tables(p, opts)
+    try:
+        keys = [k for k, _ in ldb.iterator()]
+        with DB.open(p, opts) as db:
+            assert sum(db.stats()["tables_per_level"]) > 20
+            for k in keys[::7]:
+                assert db.get(k) == ldb.get(k)
+                assert db.get(k + b".") is None
+            assert list(db.scan()) == list(ldb.iterator())
+        with DB.open(p, opts, read_only=True) as db:
+            assert [db.get(k) for k in keys[::11]] == [ldb.get(k) for k in keys[::11]]
+    finally:
+        ldb.close()
+
+
+def test_first_lookups_count_each_filter_check_once(tmp_path):
+    """A table's first lookup reads its filter into the probe directory and the kernel checks it
+    there: the filter checks counted for keys read right after a reopen are the same as for the
+    same keys read again (none skipped, none counted twice)."""
+    p = str(tmp_path / "db")
+    opts = small_options(block_size=256)
+    _many_tables(p, opts).close()
+    absent = [b"%08d." % i for i in range(0, 30011, 37)]
+    with DB.open(p, small_options(block_size=256, background_compaction=False)) as db:  # one version throughout
+        counts = []
+        for _ in range(2):
+            before = db.stats()
+            assert all(db.get(k) is None for k in absent)
+            after = db.stats()
+            counts.append(tuple(after[c] - before[c] for c in ("filter_checks", "filter_useful", "filter_positive")))
+        assert counts[0] == counts[1] and counts[0][0] >= len(absent)
+
+
+def test_a_loaded_filter_does_not_read_the_mapped_file_again(tmp_path):
+    """The filter is read from a view of the mapped file, checked once, and copied: writing the
+    file in place afterwards (zeroing the filter block) changes none of the table's answers."""
+    path = _table(tmp_path)
+    t = Table(RealFS(), path, 1)
+    f = t.filter()
+    assert f is not None and not t.filter_damaged
+    probe = KEYS[::5] + [k + b"#" for k in KEYS[::5]]
+    said = [bool(f.might_contain(k)) for k in probe]
+    h = t._handles
+    with open(path, "r+b") as fh:
+        fh.seek(h.filter_off)
+        fh.write(bytes(h.filter_size))
+    assert [bool(f.might_contain(k)) for k in probe] == said
+    assert all(said[: len(KEYS[::5])])
+    t2 = Table(RealFS(), path, 1)
+    assert t2.filter() is None and t2.filter_damaged  # a fresh open sees the damage and fails open

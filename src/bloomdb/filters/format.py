@@ -66,10 +66,18 @@ FAMILY_TAGS: dict[str, int] = {
 
 
 def _physical_memory() -> int | None:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
-        return None
+    """The machine's memory in bytes (asked once: two ``sysconf`` calls cost ~2 us, and a store
+    loading hundreds of table filters asked for each)."""
+    global _RAM
+    if _RAM is False:
+        try:
+            _RAM = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
+            _RAM = None
+    return _RAM
+
+
+_RAM: int | None | bool = False
 
 
 def human_bytes(n: float) -> str:

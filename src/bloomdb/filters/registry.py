@@ -69,11 +69,14 @@ def family_by_tag(tag: int, source: str | None = None) -> type:
         raise CorruptionError(f"unknown filter family tag {tag}", source) from None
 
 
-def from_bytes(data: bytes | bytearray | memoryview):
-    """Any family's filter back from :meth:`Filter.to_bytes`. Damage raises :class:`CorruptionError`."""
+def from_bytes(data: bytes | bytearray | memoryview, *, verify_payload: bool = True):
+    """Any family's filter back from :meth:`Filter.to_bytes` (the payload is copied). Damage
+    raises :class:`CorruptionError`. ``verify_payload=False`` skips the payload's CRC32C (one
+    pass over it) for a caller that has just checked the same bytes under its own checksum (an
+    SSTable's filter block); the header is always checked."""
     import numpy as np
 
-    env = _fmt.decode(data)
+    env = _fmt.decode(data, verify_payload=verify_payload)
     cls = family_by_tag(env.family_tag)
     payload = _fmt.aligned_empty(env.payload_length)
     payload[:] = np.frombuffer(data, dtype=np.uint8, count=env.payload_length, offset=env.payload_offset)

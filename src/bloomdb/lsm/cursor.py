@@ -23,6 +23,7 @@ import numpy as np
 
 from ..checksum import HW_RANGES
 from . import _cursor_kernels as CK
+from .probe.fastcall import direct
 
 _E8 = np.zeros(0, np.uint8)
 _Z1 = np.zeros(1, np.int64)
@@ -86,6 +87,27 @@ def plan(version, name: str | None) -> Plan:
     return p
 
 
+_entry = None  #: ``(dispatcher, its compiled entry)`` of :func:`_kernel`
+
+
+def _kernel(*args):
+    """:func:`._cursor_kernels.first_round` through its compiled entry
+    (:func:`.probe.fastcall.direct`: its 16 arguments' types are not resolved again on every
+    seek, ~1.5 us). Every argument's type is fixed by construction: the plan's arrays (int64,
+    int64, uint8, int64), ``keys`` read-only uint8 (``np.frombuffer`` of bytes), Python bools and
+    ints, and the memtable run's arrays (:func:`.scan.memtable_chunks`' dtypes, or
+    ``_NO_MEM``'s). ``CK.first_round`` is looked up on each call, so a wrapper put in its place
+    (a test counting statuses) is called as it is."""
+    global _entry
+    k = CK.first_round
+    e = _entry
+    if e is None or e[0] is not k:
+        if not hasattr(k, "overloads"):  # not a numba dispatcher
+            return k(*args)
+        e = _entry = (k, direct(k, args))
+    return e[1](*args)
+
+
 def first_round(view, a, b, values: bool, limit: int):
     """``(keys, values, bound)`` as :func:`.seek.first_round` returns them (``limit``: entries a
     table decodes at least, visible entries returned at most), from one kernel call; ``None``
@@ -100,7 +122,7 @@ def first_round(view, a, b, values: bool, limit: int):
     keys = np.frombuffer(b"".join((a, hb, prefix[1])) if prefix is not None else a + hb, np.uint8)
     mem = view.mem[0] if view.mem else _NO_MEM
     while True:
-        st, t, blk, checks, skips, out, offs, m, has_bound = CK.first_round(
+        st, t, blk, checks, skips, out, offs, m, has_bound = _kernel(
             pl.tab, pl.lv, pl.kb, pl.pbuf, prefix is not None, keys, len(a), len(hb), b is not None, view.snap,
             limit, *mem)
         if st != CK.CHECK:

@@ -265,6 +265,19 @@ class Directory:
         count as a filter check), ``None`` no usable filter (not counted). Loads what is missing."""
         return self.check_many(s, [key])[0]
 
+    def load(self, s: int) -> bool:
+        """Read slot ``s``'s filter into the directory if it is not there yet (``L.LAZY``): True
+        when the kernel now checks the slot itself (the filter is copied in, or there is none
+        usable), so a lookup resumes the kernel at ``s`` instead of asking the filter in Python;
+        False when Python must answer (:meth:`check_many`: a family the kernel does not run, a
+        partitioned table)."""
+        b = L.SLOTS + L.STRIDE * s
+        if self.array[b + L.S_KIND] == L.LAZY:
+            with self._lock:
+                if self.array[b + L.S_KIND] == L.LAZY:
+                    self._load_table(s, self.slots[s].table, b)
+        return int(self.array[b + L.S_KIND]) in (L.FILTER, L.NONE)
+
     def check_many(self, s: int, keys: list[bytes]) -> list:
         """:meth:`check` of each of ``keys`` for slot ``s``, with one batched
         ``might_contain_many`` call per filter (the table's, or each partition's that holds some

@@ -105,16 +105,20 @@ class Reads:
         elif ver.refresh_probe()[0][SEEK_DUE]:
             self.seek_due(ver)
         while True:
+            nxt = s + 1
             if st == CHECK:
                 ver.slots[s].table.check_block(a)  # from now on the kernel reads the block in place
-            if st == ASK and not self._ask_many(ver, s, [key])[0]:
+            if st == ASK and ver.directory.load(s):
+                nxt, r = s, MISSING  # the table's first lookup: its filter is in the directory now, the kernel checks it
+                self.lookups -= nxt == 0  # the kernel counts a call from slot 0 as a new key
+            elif st == ASK and not self._ask_many(ver, s, [key])[0]:
                 r = MISSING
             else:
                 r = self.read(ver, s, key, snap)
             if r is not MISSING:
                 return r
             p = ver.refresh_probe()
-            st, s, a, n = self._lookup(ver, p, key, snap, s + 1)
+            st, s, a, n = self._lookup(ver, p, key, snap, nxt)
             if st == VALUE:
                 return p[1][s][a : a + n]
             if st < ASK:

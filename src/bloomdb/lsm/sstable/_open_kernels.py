@@ -69,7 +69,7 @@ def _be_bytes(b, p, m):
 
 
 @njit(cache=True, nogil=True)
-def _block_ok(buf, off, size):
+def block_ok(buf, off, size):
     """Block ``[off, off + size)`` lies inside the file, is stored raw and its CRC32C (of the
     bytes and the type byte) matches its trailer."""
     n = buf.shape[0]
@@ -118,7 +118,7 @@ def open_table(buf):
         if v > np.uint64(n):
             return ST_SLOW, handles, empty
         handles[j] = np.int64(v)
-    if not _block_ok(buf, handles[2], handles[3]) or not _block_ok(buf, handles[4], handles[5]):
+    if not block_ok(buf, handles[2], handles[3]) or not block_ok(buf, handles[4], handles[5]):
         return ST_SLOW, handles, empty
     p = handles[4]
     end = p + handles[5]

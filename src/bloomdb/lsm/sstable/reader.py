@@ -185,12 +185,21 @@ class Table:
 
     def _read_filter(self, h) -> None:
         """Read the filter block: the whole-table filter, or the partitions' index."""
-        _, fb = unframe(self._buf, h.filter_off, h.filter_size, self.path, "filter")
-        fb = fb if fb is not None else bytes(self._buf[h.filter_off : h.filter_off + h.filter_size])
-        if fb[:4] == PARTITION_MAGIC:
-            self._parse_partitions(fb)
+        fb = self._meta_block(h.filter_off, h.filter_size, "filter")
+        if bytes(fb[:4]) == PARTITION_MAGIC:
+            self._parse_partitions(bytes(fb))
         else:
-            self._filter = filters.from_bytes(fb)
+            self._filter = filters.from_bytes(fb, verify_payload=False)  # the block's CRC32C covered it
+
+    def _meta_block(self, off: int, size: int, what: str):
+        """Block ``[off, off + size)`` (a filter block: always stored raw) checked against its
+        trailer's CRC32C: a view of the mapped file when it is raw and intact (checked by one
+        kernel call, nothing copied), else what :func:`.block.unframe` gives (which raises
+        naming the file when the block is damaged)."""
+        if HW_RANGES and OK.block_ok(self._arr, off, size):
+            return self._arr[off : off + size]
+        _, data = unframe(self._buf, off, size, self.path, what)
+        return data if data is not None else bytes(self._buf[off : off + size])
 
     def _parse_partitions(self, b: bytes) -> None:
         (n,) = struct.unpack_from("<I", b, 4)
@@ -249,8 +258,7 @@ class Table:
         if f is None:
             keys, offs, sizes = self.partitions
             try:
-                _, fb = unframe(self._buf, offs[i], sizes[i], self.path, "filter partition")
-                f = filters.from_bytes(fb if fb is not None else bytes(self._buf[offs[i] : offs[i] + sizes[i]]))
+                f = filters.from_bytes(self._meta_block(offs[i], sizes[i], "filter partition"), verify_payload=False)
             except Exception:  # noqa: BLE001 - fail open
                 self.filter_damaged = True
                 f = False
