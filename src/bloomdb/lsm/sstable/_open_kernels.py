@@ -11,8 +11,9 @@ short or damaged file, a compressed or malformed meta/index block, keys out of o
 back with ``ST_SLOW``, and the Python path runs and raises the exact error naming the file.
 
 CRC32C is the SSE4.2 kernel of :mod:`bloomdb._checksum_kernels`: callers use this module only
-where it runs (:data:`bloomdb.checksum.HW_RANGES`). Helpers are local, so an edit elsewhere
-cannot leave a stale cached copy here (design notes: numba's cache and cross-file helpers).
+where it runs (:data:`bloomdb.checksum.HW_RANGES`). The byte helpers are local; the CRC and the
+unaligned loads come from other files, whose edits reach this file's cache stamp through
+:mod:`bloomdb._jit_cache` (it hashes every bloomdb module a kernel file imports).
 """
 
 from __future__ import annotations
