@@ -127,6 +127,27 @@ def test_a_manifest_log_reads_as_its_last_record_and_a_torn_append_as_the_one_be
     assert mf.decode(_v1(_state(4)), "M") == _state(4)  # the first format is still read
 
 
+@pytest.mark.parametrize("zeros", [1, 19, 24, 300])
+def test_a_zero_filled_tail_after_a_whole_record_is_a_torn_append_but_not_before_one(zeros):
+    # a power loss can leave an append's new size with its bytes unwritten (zeros on XFS/ext4)
+    recs = [mf.encode(_state(k)) for k in range(2)]
+    assert mf.decode(b"".join(recs) + bytes(zeros), "M") == _state(1)
+    big = [mf.encode(_state(k)) for k in (0, 400)]  # the second record spans pages
+    assert len(big[1]) > 3 * 4096
+    for keep in (4096, 8192):  # the pages before a page boundary reached the disk, the rest are zeros
+        cut = keep - len(big[0])
+        torn = big[0] + big[1][:cut] + bytes(len(big[1]) - cut)
+        assert mf.decode(torn, "M") == _state(0)
+        bad = bytearray(torn)
+        bad[len(big[0]) + 10] ^= 0x04  # ...but a flipped bit in its header is damage
+        with pytest.raises(CorruptionError):
+            mf.decode(bytes(bad), "M")
+    with pytest.raises(CorruptionError):  # zeros with nothing whole before them: no state to read
+        mf.decode(bytes(zeros + 24), "M")
+    with pytest.raises(CorruptionError):  # a nonzero byte after zeros is damage, not a torn tail
+        mf.decode(b"".join(recs) + bytes(zeros) + b"\x01", "M")
+
+
 def test_any_damaged_byte_of_a_manifest_log_is_corruption_never_an_older_state():
     whole = mf.encode(_state(1)) + mf.encode(_state(2))
     for i in range(len(whole)):

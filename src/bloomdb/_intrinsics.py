@@ -8,12 +8,19 @@ between uint8 arrays (the LSM's block decode and scan merge).
 ``atomic_or`` / ``atomic_add`` are LLVM ``atomicrmw`` on one element of an integer array: the
 filters' kernels use them so that writers on many threads (the kernels release the GIL) never lose
 an update to a shared word.
+``u8_view(addr, n)`` / ``i64_view(addr, n)`` view memory by address as a uint8 / int64 array (no
+copy, no owner): how the LSM's lookup, cursor and compaction kernels reach every table's mapped
+file, index and checked-block flags from one directory or plan array (arrays of many tables cannot
+be passed to one kernel call without a container whose unboxing costs more than the lookup).
+Contract: an address comes from ``ndarray.ctypes.data`` of an array the caller keeps referenced
+for as long as a kernel may read it, with ``n`` no larger than that array's length. Nothing is
+checked: a wrong address is a crash, so only the store's own directory and plans write them.
 """
 
 from __future__ import annotations
 
 from llvmlite import ir
-from numba import types
+from numba import carray, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -163,3 +170,35 @@ def fenced_load(typingctx, arr, idx):
         return builder.load_atomic(ptr, "seq_cst", signature.args[0].dtype.bitwidth // 8)
 
     return sig, codegen
+
+
+def _pointer_intrinsic(dtype):
+    @intrinsic
+    def as_pointer(typingctx, addr):
+        if not isinstance(addr, types.Integer):
+            return None
+        ptr = types.CPointer(dtype)
+        sig = ptr(addr)
+
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], context.get_value_type(ptr))
+
+        return sig, codegen
+
+    return as_pointer
+
+
+_u8_pointer = _pointer_intrinsic(types.uint8)
+_i64_pointer = _pointer_intrinsic(types.int64)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def u8_view(addr, n):
+    """``n`` bytes at ``addr`` as a uint8 array (no copy, no owner)."""
+    return carray(_u8_pointer(addr), n)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def i64_view(addr, n):
+    """``n`` int64 words at ``addr`` as an int64 array (no copy, no owner)."""
+    return carray(_i64_pointer(addr), n)

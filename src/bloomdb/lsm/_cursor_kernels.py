@@ -8,7 +8,7 @@ write at most ``limit`` of them packed.
 The plan (:class:`.cursor.Plan`) lays a version's tables out in one int64 array, ``T_STRIDE``
 words per table in level order (fields ``T_*``), with per level its first table and count, the
 tables' key bounds in one uint8 array, and the mapped file, index and checked-block flags of each
-table by address (:mod:`.probe._address`; the plan keeps the arrays referenced). A table's
+table by address (:func:`bloomdb._intrinsics.u8_view`; the plan keeps the arrays referenced). A table's
 prefix filter is a record of a :class:`.probe.prefixes.PrefixFilters` buffer (word index, checked
 by the family's own ``check_hash`` through :func:`.probe._probe_kernels._check`), or ``F_MAYBE``
 (no usable filter), ``F_NONE`` (no key of the table has a prefix), ``F_PYTHON`` (a family the
@@ -32,8 +32,7 @@ from numba import njit
 from ..hashing._kernels import xxh3_64_bytes
 from ._scan_kernels import count_below, merge_visible
 from .._checksum_kernels import crc32c_range
-from .._intrinsics import copy_bytes
-from .probe._address import i64_view, u8_view
+from .._intrinsics import copy_bytes, i64_view, u8_view
 from .probe._probe_kernels import _check
 from .sstable.block import RAW, TRAILER
 from .sstable._block_kernels import _cmp, _first_not_below, _head, _r32, _restarts, key_words

@@ -21,8 +21,10 @@ Layout (little-endian), per record (version 2)::
                      u64 max seq | u32 len + min key | u32 len + max key
 
 A record cut short by the end of the file after at least one whole record (a crash during an
-append: its change was never acknowledged, nothing was deleted on its account) is ignored; any
-other damage raises :class:`CorruptionError`. Version 1 files (one record of the 20-byte header
+append: its change was never acknowledged, nothing was deleted on its account) is ignored, and so
+is such a prefix followed by zeros from a page boundary to the end, or a tail of zeros alone (after
+a power loss some file systems keep an append's new size but not all of its pages; LevelDB's log
+reader skips a zero tail too); any other damage raises :class:`CorruptionError`. Version 1 files (one record of the 20-byte header
 without its CRC, the whole file) are still read.
 """
 
@@ -72,6 +74,33 @@ def rewrite_due(file_bytes: int, record_bytes: int) -> bool:
     return file_bytes + record_bytes > max(1 << 20, 16 * record_bytes)
 
 
+_PAGE = 4096
+
+
+def _torn_tail(data: bytes, pos: int) -> bool:
+    """Whether ``data[pos:]`` is what a crash during one append can leave: a proper prefix of a
+    record (its magic's prefix; its header CRC intact once the header is whole), or only zeros,
+    or such a prefix followed by zeros from a page boundary to the end (a power loss that kept
+    the append's new size but not all of its pages). A whole record is never a torn tail."""
+    nonzero = len(data.rstrip(b"\0"))
+    if nonzero <= pos:
+        return True
+    ends = [len(data)]
+    aligned = -(-nonzero // _PAGE) * _PAGE
+    if aligned < len(data):
+        ends.append(aligned)
+    for end in ends:
+        rest = end - pos
+        if data[pos : pos + min(rest, len(MAGIC))] != MAGIC[: min(rest, len(MAGIC))]:
+            continue
+        if rest < _HEAD2.size:
+            return True
+        head = _HEAD2.unpack_from(data, pos)
+        if crc32c(data[pos : pos + _HEAD.size]) == head[4] and rest < _HEAD2.size + head[3]:
+            return True
+    return False
+
+
 def _last_body(data: bytes, path: str) -> bytes:
     """The body of the file's last whole record (see the module's docstring)."""
     if len(data) < _HEAD.size:
@@ -90,17 +119,20 @@ def _last_body(data: bytes, path: str) -> bytes:
     while pos < len(data):
         rest = len(data) - pos
         if rest < _HEAD2.size or rest < _HEAD2.size + _HEAD2.unpack_from(data, pos)[3]:
-            if last is not None and data[pos : pos + len(MAGIC)] == MAGIC[: min(rest, len(MAGIC))] and (
-                    rest < _HEAD2.size or crc32c(data[pos : pos + _HEAD.size]) == _HEAD2.unpack_from(data, pos)[4]):
-                break  # a torn append (its header, if whole, is intact): never acknowledged
-            raise CorruptionError(f"manifest record at byte {pos} is truncated or damaged", path)
-        magic, ver, crc, n, hcrc = _HEAD2.unpack_from(data, pos)
-        if magic != MAGIC or ver != VERSION or crc32c(data[pos : pos + _HEAD.size]) != hcrc:
-            raise CorruptionError(f"manifest record at byte {pos} has a damaged header", path)
-        body = data[pos + _HEAD2.size : pos + _HEAD2.size + n]
-        if crc32c(body) != crc:
-            raise CorruptionError(f"manifest record at byte {pos} fails its CRC32C", path)
-        last, pos = body, pos + _HEAD2.size + n
+            problem = "is truncated or damaged"
+        else:
+            magic, ver, crc, n, hcrc = _HEAD2.unpack_from(data, pos)
+            body = data[pos + _HEAD2.size : pos + _HEAD2.size + n]
+            if magic != MAGIC or ver != VERSION or crc32c(data[pos : pos + _HEAD.size]) != hcrc:
+                problem = "has a damaged header"
+            elif crc32c(body) != crc:
+                problem = "fails its CRC32C"
+            else:
+                last, pos = body, pos + _HEAD2.size + n
+                continue
+        if last is not None and _torn_tail(data, pos):
+            break  # a crash during an append: its change was never acknowledged
+        raise CorruptionError(f"manifest record at byte {pos} {problem}", path)
     return last
 
 

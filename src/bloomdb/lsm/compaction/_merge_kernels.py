@@ -10,8 +10,7 @@ import numpy as np
 from numba import njit
 
 from ..._checksum_kernels import crc32c_range
-from ..._intrinsics import copy_bytes
-from ..probe._address import i64_view, u8_view
+from ..._intrinsics import copy_bytes, i64_view, u8_view
 from ..sstable._block_kernels import _cmp, decode_into, decoded_sizes, packed_empty
 
 

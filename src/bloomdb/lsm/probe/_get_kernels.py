@@ -4,7 +4,7 @@ lets through, in ONE call per key (:func:`lookup`) or per batch (:func:`lookup_m
 ``Version::Get`` without a Python step between a table's filter and its block.
 
 A table is read through the addresses its directory slot holds (``S_TBUF``, ``S_TIDX``,
-``S_TCHK``: :mod:`._address`), with :func:`bloomdb.lsm.sstable._table_kernels.table_get`. What
+``S_TCHK``: :func:`bloomdb._intrinsics.u8_view`), with :func:`bloomdb.lsm.sstable._table_kernels.table_get`. What
 the kernel cannot finish it hands to Python with the slot: ``ASK`` (the slot's filter is not in
 the directory yet, or of a family the kernel does not run: :meth:`.directory.Directory.check_many`)
 ``CHECK`` (the data block is raw but its CRC32C is not checked yet and the kernel could not check
@@ -30,7 +30,7 @@ from ...hashing._kernels import xxh3_64_bytes
 from ..sstable._block_kernels import _r32
 from ..sstable._table_kernels import ST_UNCHECKED, table_get
 from ..sstable.block import RAW, TRAILER
-from ._address import i64_view, u8_view
+from ..._intrinsics import i64_view, u8_view
 from ._probe_kernels import _probe
 from .layout import C_BLOCKS, C_FOUND, C_LOOKUPS, SEEK_DUE, S_TBUF, S_TCHK, S_TIDX, S_TIDXLEN, S_TLEN, SLOTS, STRIDE
 

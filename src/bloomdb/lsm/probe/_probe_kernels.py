@@ -31,7 +31,7 @@ from .layout import (
     NUM_LEVELS, OTHER, P_DAMAGED, P_LOADED, P_REC, P_STATE, PARTITIONED, PSTRIDE, R_FAM, R_LEN, R_OFF, R_P0,
     S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, S_SEEKS, SEEK_DUE, SLOTS, STRIDE,
 )
-from ._address import i64_view
+from ..._intrinsics import i64_view
 
 _LEVELDB_SEED = 0xBC9F1D34  # leveldb.BLOOM_HASH_SEED (a kernel takes no globals from a module)
 
