@@ -464,8 +464,8 @@ class DB(WritePath):
         damaged filters, data blocks read, block-cache hits, tables and bytes per level, write
         amplification (table bytes written / user bytes logged), read amplification (data blocks
         read per key looked up in the tables: ~1 for present keys, ~the false-positive rate for
-        absent ones) and the memory held by filters (read so far, with
-        their copies in the probe directory) and by the tables' indexes."""
+        absent ones) and the memory held by filters (read so far; the probe directory points at
+        them in place) and by the tables' indexes."""
         mem, imm, ver = self._state
         counters = self._probe_base.copy()
         if ver._probe is not None:
