@@ -94,3 +94,70 @@ def test_from_bytes_without_a_copy_reads_the_payload_in_place_and_is_read_only()
         filters.from_bytes(bytes(data), copy=False)  # read-only bytes: the kernels need writable arrays
     c = filters.from_bytes(bytes(data))  # the default still copies
     assert not np.shares_memory(c.probe_descriptor().args[0], np.frombuffer(data, np.uint8))
+
+
+def _replay_by_read_log(data: bytes, paranoid: bool = True):
+    """The memtable and last sequence that :func:`wal.read_log` alone gives (the general path)."""
+    from bloomdb.lsm import wal
+    from bloomdb.lsm.memtable import MemTable
+
+    mem, last, ends = MemTable(), 0, []
+    for first, ops in wal.read_log(data, "x", paranoid, [], ends):
+        mem.apply(first, ops, True)
+        last = first + len(ops) - 1
+    return mem, last, ends
+
+
+@pytest.mark.parametrize("tail", ["clean", "zeros", "torn", "damaged"])
+def test_replay_takes_leading_single_puts_in_one_kernel_call_and_reads_like_read_log(tmp_path, tail):
+    """:func:`recovery.replay` replays a log's leading single puts through one kernel call, then
+    :func:`wal.read_log` goes on: the memtable (versions, history), the last sequence and the
+    log's clean end are what ``read_log`` alone gives, for every kind of tail."""
+    import random
+
+    from bloomdb.lsm import recovery, wal
+    from bloomdb.lsm.fs import RealFS
+
+    rng = random.Random(7)
+    recs, seq = [], 1
+    for i in range(500):  # single puts (some overwrite: history), then a mix
+        k = b"k%03d" % rng.randrange(300)
+        v = rng.randbytes(rng.choice([0, 1, 100, 5000]))
+        if i < 300 or rng.random() < 0.5:
+            recs.append(wal.encode_put(seq, k, v))
+            seq += 1
+        elif rng.random() < 0.5:
+            recs.append(wal.encode_put(seq, k, None))
+            seq += 1
+        else:
+            ops = [(k, v), (k + b"x", None)]
+            recs.append(wal.encode_batch(seq, ops))
+            seq += 2
+    data = b"".join(recs)
+    if tail == "zeros":
+        data += bytes(8192)
+    elif tail == "torn":
+        data += recs[0][:10]
+    elif tail == "damaged":  # a flipped byte in record 100 (a single put): intact ones follow
+        at = sum(map(len, recs[:100])) + 30
+        data = data[:at] + bytes([data[at] ^ 1]) + data[at + 1 :]
+    (tmp_path / "000007.log").write_bytes(data)
+    for paranoid in (True, False):
+        if tail == "damaged" and paranoid:
+            with pytest.raises(CorruptionError):
+                recovery.replay(RealFS(fsync=False), str(tmp_path), [7], True, 0, [])
+            with pytest.raises(CorruptionError):
+                _replay_by_read_log(data, True)
+            continue
+        ends: list = []
+        mem, last = recovery.replay(RealFS(fsync=False), str(tmp_path), [7], paranoid, 0, ends)
+        want, want_last, want_ends = _replay_by_read_log(data, paranoid)
+        assert mem.latest == want.latest and mem.history == want.history and mem.bytes == want.bytes
+        assert (last, ends) == (want_last, want_ends)
+        assert len(mem.latest) > 50
+    from bloomdb.checksum import HW_RANGES
+    from bloomdb.lsm import _replay_kernels as RK
+
+    if HW_RANGES:  # the kernel took the leading single puts (up to the damage, if any)
+        n, end = RK.single_puts(np.frombuffer(data, np.uint8), 0, np.empty((600, 5), np.int64))
+        assert (n == 100) if tail == "damaged" else (n >= 300 and end == sum(map(len, recs[:n])))
