@@ -7,6 +7,8 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bloomdb.errors import CorruptionError
 from bloomdb.lsm import DB
@@ -84,3 +86,23 @@ def test_parsed_entries_match_the_struct_reading():
     for (w0, w1), k in zip(words.tolist(), keys):
         b = k[:16].ljust(16, b"\0")
         assert (w0, w1) == (int.from_bytes(b[:8], "big"), int.from_bytes(b[8:], "big"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.binary(max_size=24), min_size=1, max_size=30), st.integers(0, 24), st.booleans())
+def test_any_index_reads_as_the_format_says_and_its_order_is_bytewise(tails, shared, ordered):
+    """Both open paths share this reader (``_index_kernels``): keys of any length, sorted or
+    not, sharing a prefix of ``shared`` bytes (ties past the 16-byte prefix words), against
+    Python's own bytes order and a struct reading."""
+    keys = [b"k" * shared + t for t in tails]
+    if ordered:
+        keys = sorted(keys)
+    raw = _index_bytes(len(keys), keys)
+    a, end = TK.parse_index(np.frombuffer(raw, np.uint8), 4, len(keys))
+    if any(x > y for x, y in zip(keys, keys[1:])):
+        assert end == -2
+        return
+    assert end == len(raw)
+    e = a[1 : 1 + 6 * len(keys)].reshape(-1, 6)
+    u8 = a.view(np.uint8)
+    assert [(u8[o : o + n].tobytes(), off, size) for _, _, o, n, off, size in e.tolist()] == _reference(raw)

@@ -69,15 +69,30 @@ def family_by_tag(tag: int, source: str | None = None) -> type:
         raise CorruptionError(f"unknown filter family tag {tag}", source) from None
 
 
-def from_bytes(data: bytes | bytearray | memoryview, *, verify_payload: bool = True):
+def from_bytes(data: bytes | bytearray | memoryview, *, verify_payload: bool = True, copy: bool = True):
     """Any family's filter back from :meth:`Filter.to_bytes` (the payload is copied). Damage
     raises :class:`CorruptionError`. ``verify_payload=False`` skips the payload's CRC32C (one
     pass over it) for a caller that has just checked the same bytes under its own checksum (an
-    SSTable's filter block); the header is always checked."""
+    SSTable's filter block); the header is always checked.
+
+    ``copy=False``: the filter reads its payload in place from ``data`` (no copy, no new memory
+    touched: what a store reading a table's filter from its memory-mapped file wants). The
+    caller keeps ``data`` unchanged while the filter lives (the filter holds a reference); the
+    payload may be unaligned. Such a filter is read-only (adding to it raises
+    :class:`StaticFilterError`); the family's query kernels take writable arrays, so ``data``
+    must be writable (a bytearray, a private map): ``InvalidArgument`` otherwise."""
     import numpy as np
 
     env = _fmt.decode(data, verify_payload=verify_payload)
     cls = family_by_tag(env.family_tag)
+    view = np.frombuffer(data, dtype=np.uint8, count=env.payload_length, offset=env.payload_offset)
+    if not copy:
+        if not view.flags.writeable:
+            raise InvalidArgument("from_bytes(copy=False) reads the payload in place: give writable bytes "
+                                  "(a bytearray, a private map)")
+        f = cls._from_envelope(env, view, None)
+        f._readonly = True
+        return f
     payload = _fmt.aligned_empty(env.payload_length)
-    payload[:] = np.frombuffer(data, dtype=np.uint8, count=env.payload_length, offset=env.payload_offset)
+    payload[:] = view
     return cls._from_envelope(env, payload, None)

@@ -34,7 +34,7 @@ from .background import Background, TaskContext
 from .batch import WriteBatch, key_bytes as _key
 from .compaction import executor
 from .iterator import Iterator, IteratorClosed, half_open
-from .keylist import key_list
+from .keylist import key_list, memtables_disjoint
 from .fs import RealFS
 from .memtable import MemTable
 from .options import MAX_LEVELS, Options
@@ -336,34 +336,35 @@ class DB(WritePath):
 
     def multi_get(self, keys, default=None, snapshot: Snapshot | None = None) -> list:
         """Values of ``keys`` in order (``default`` where absent). The filter checks of the whole
-        batch are done by one kernel call (one hash per key); the memtable lookups and the
-        packing of the keys are C-speed passes (``map``, ``bytes.join``). One key (``str``,
-        ``bytes``) instead of an iterable of keys raises :class:`KeyTypeError`."""
+        batch are done by one kernel call (one hash per key, the filter loads of many keys
+        overlapped: :mod:`.probe._batch_kernels`); the packing of the keys and the memtable
+        check are C-speed passes (``bytes.join``, ``isdisjoint``; a per-key ``map`` only when a
+        memtable holds one of the keys). One key (``str``, ``bytes``) instead of an iterable of
+        keys raises :class:`KeyTypeError`."""
         if isinstance(keys, (str, bytes, bytearray, memoryview)):
             raise KeyTypeError(f"multi_get takes an iterable of keys, not one {type(keys).__name__} key")
         keys, joined = key_list(keys)
         n = len(keys)
         mem, imm, ver = state = self._state
-        if snapshot is None:
-            snap = MAX_SEQ
-            found = list(map(mem.latest.get, keys)) if mem.latest else [None] * n  # an empty memtable: no pass
-            if imm is not None:
-                get = imm.latest.get
-                found = [e if e is not None else get(k) for k, e in zip(keys, found)]
+        snap = MAX_SEQ if snapshot is None else snapshot.seq
+        if memtables_disjoint(mem, imm, keys):  # the common case of a big batch: one C pass, no list
+            out = [default] * n
+            if n:
+                self._reads.get_many(ver, keys, snap, out, range(n), joined)
         else:
-            snap = snapshot.seq
-            found = [mem.get(k, snap) for k in keys]
-            if imm is not None:
-                found = [e if e is not None else imm.get(k, snap) for k, e in zip(keys, found)]
-        if found.count(None) == n:  # nothing in the memtables (the common case of a big batch)
-            out, todo, sub = [default] * n, range(n), keys
-        else:
-            joined = None
+            if snapshot is None:
+                found = list(map(mem.latest.get, keys))
+                if imm is not None:
+                    get = imm.latest.get
+                    found = [e if e is not None else get(k) for k, e in zip(keys, found)]
+            else:
+                found = [mem.get(k, snap) for k in keys]
+                if imm is not None:
+                    found = [e if e is not None else imm.get(k, snap) for k, e in zip(keys, found)]
             out = [default if e is None or e[1] is None else e[1] for e in found]
             todo = [i for i, e in enumerate(found) if e is None]
-            sub = [keys[i] for i in todo]
-        if todo:
-            self._reads.get_many(ver, sub, snap, out, todo, joined)
+            if todo:
+                self._reads.get_many(ver, [keys[i] for i in todo], snap, out, todo)
         for i, v in (rangedel.covered(self, state, snapshot, keys) or {}).items():  # range-deleted keys
             out[i] = default if v is None else v
         return out
@@ -464,8 +465,8 @@ class DB(WritePath):
         damaged filters, data blocks read, block-cache hits, tables and bytes per level, write
         amplification (table bytes written / user bytes logged), read amplification (data blocks
         read per key looked up in the tables: ~1 for present keys, ~the false-positive rate for
-        absent ones) and the memory held by filters (read so far, with
-        their copies in the probe directory) and by the tables' indexes."""
+        absent ones) and the memory held by filters (read so far; the probe directory points at
+        them in place) and by the tables' indexes."""
         mem, imm, ver = self._state
         counters = self._probe_base.copy()
         if ver._probe is not None:

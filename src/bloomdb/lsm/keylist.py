@@ -26,3 +26,13 @@ def key_list(keys) -> tuple[list[bytes], bytes | None]:
     if joined is None or not set(map(type, keys)) <= {bytes}:
         return [key_bytes(k) for k in keys], None
     return keys, joined
+
+
+def memtables_disjoint(mem, imm, keys: list[bytes]) -> bool:
+    """True when neither memtable (``imm`` may be None) holds any version of any of ``keys``
+    (every key a memtable holds is in its ``latest``, whatever the snapshot): then no key of the
+    batch needs a memtable answer. Cost: one C loop of dict lookups (``isdisjoint``), stopping
+    at the first key found, and no list built (~30 ns per key against ~50 for ``map(get)``)."""
+    return (not mem.latest or mem.latest.keys().isdisjoint(keys)) and (
+        imm is None or not imm.latest or imm.latest.keys().isdisjoint(keys))
+

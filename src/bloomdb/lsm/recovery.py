@@ -11,7 +11,8 @@ writes in the memtable and appends to that log (nothing written, no fsync), or h
 flush thread as an immutable memtable (:func:`_resume`). A crash at any point leaves a store
 that recovers the same way.
 
-Cost: reading every live log once; then nothing more (a resumed log), or one table write when the
+Cost: reading every live log once (a run of single puts found and checked by one kernel call,
+~0.5 us a record of Python after it); then nothing more (a resumed log), or one table write when the
 logs held anything and two manifest writes (4 fsyncs).
 """
 
@@ -19,8 +20,11 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
+
+from ..checksum import HW_RANGES
 from ..errors import BloomDBError, InvalidArgument
-from . import identity, wal
+from . import _replay_kernels as _RK, identity, wal
 from .memtable import MemTable
 
 
@@ -80,7 +84,9 @@ def replay(fs, path: str, logs: list[int], paranoid: bool, seq: int, ends: list 
         p = os.path.join(path, f"{n:06d}.log")
         last = seq
         add = mem.add
-        for first, ops in wal.read_log(fs.read_all(p), p, paranoid, damage, ends):
+        data = fs.read_all(p)
+        start, last = _single_puts(data, mem, last)
+        for first, ops in wal.read_log(data, p, paranoid, damage, ends, start):
             if len(ops) == 1 and type(ops[0][1]) is bytes:  # one put: what most records hold
                 add(first, ops[0][0], ops[0][1], True)
                 last = first
@@ -89,6 +95,22 @@ def replay(fs, path: str, logs: list[int], paranoid: bool, seq: int, ends: list 
                 last = first + len(ops) - 1
         seq = max(seq, last)  # sequences grow along the logs
     return mem, seq
+
+
+def _single_puts(data, mem: MemTable, last: int) -> tuple[int, int]:
+    """Replay the log ``data``'s leading run of intact single-put records into ``mem`` (found and
+    checked by one kernel call, :mod:`._replay_kernels`); returns where the first record not
+    replayed starts (:func:`.wal.read_log` goes on from there) and the last sequence seen."""
+    if not HW_RANGES or len(data) < 64:
+        return 0, last
+    arr = np.frombuffer(data, np.uint8)
+    out = np.empty((len(data) // (_RK.HEAD + _RK.PUT1 + 4) + 1, 5), np.int64)
+    n, end = _RK.single_puts(arr, 0, out)
+    add = mem.add
+    for seq, k, kl, v, vl in out[:n].tolist():
+        add(seq, data[k : k + kl], data[v : v + vl], True)
+        last = seq
+    return end, last
 
 
 #: A replayed log holding more than ``memtable_bytes // RESUME_SHARE`` of writes is not appended

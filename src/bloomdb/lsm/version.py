@@ -56,12 +56,9 @@ class Version:
 
     def memory(self) -> tuple[int, int]:
         """``(filter bytes, index bytes)`` held in memory by this version's tables: filters read
-        so far (plus their copies in the probe directory) and the tables' indexes."""
+        so far (the probe directory points at them in place: no copy) and the tables' indexes."""
         refs = self.slots
-        filt = sum(r.table.filter_memory for r in refs)
-        if self.directory is not None:
-            filt += self.directory.filter_bytes
-        return filt, sum(r.table.index_memory for r in refs)
+        return sum(r.table.filter_memory for r in refs), sum(r.table.index_memory for r in refs)
 
     def deepest_nonempty(self) -> int:
         for i in range(MAX_LEVELS - 1, -1, -1):

@@ -138,8 +138,9 @@ def _decode_payload(p: bytes, path: str) -> tuple[int, list[tuple[bytes, bytes |
 
 
 def read_log(data, path: str, paranoid: bool = True, damage: list | None = None,
-             ends: list | None = None) -> Iterator[tuple[int, list[tuple[bytes, bytes | None]]]]:
-    """Yield ``(first sequence, ops)`` per intact batch of a log's bytes ``data``.
+             ends: list | None = None, start: int = 0) -> Iterator[tuple[int, list[tuple[bytes, bytes | None]]]]:
+    """Yield ``(first sequence, ops)`` per intact batch of a log's bytes ``data`` (from byte
+    ``start``, where a record begins: the records before it were replayed by the caller).
 
     With ``paranoid=False`` a damaged record in the middle ends the log and its offset is
     appended to ``damage`` (the caller must not replay later logs either: that would apply
@@ -152,7 +153,7 @@ def read_log(data, path: str, paranoid: bool = True, damage: list | None = None,
     for an intact record (that is what tells mid-log corruption from a torn tail).
     """
     data = bytes(data)
-    pos = 0
+    pos = start
     end = len(data)
     head, put1, u32 = _HDR.unpack_from, _PUT1.unpack_from, _U32.unpack_from
     while pos < end:

@@ -28,10 +28,10 @@ from ..sstable._block_kernels import _first_not_below, _tail_cmp, _wcmp, key_wor
 from .layout import (
     C_CHECKS, C_POSITIVE, C_USEFUL, F_BLOCKED, F_COUNTING, F_CUCKOO, F_FUSE8, F_FUSE16, F_LEVELDB,
     F_PAIRED, F_REGISTER, F_RIBBON, F_SBBF, F_STANDARD, LAZY, LEVEL_COUNT, LEVEL_FIRST, N_L0, NONE,
-    NUM_LEVELS, OTHER, P_DAMAGED, P_LOADED, P_REC, P_STATE, PARTITIONED, PSTRIDE, R_FAM, R_LEN, R_OFF, R_P0,
+    F_MAPPED, NUM_LEVELS, OTHER, P_DAMAGED, P_LOADED, P_REC, P_STATE, PARTITIONED, PSTRIDE, R_FAM, R_LEN, R_OFF, R_P0,
     S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, S_SEEKS, SEEK_DUE, SLOTS, STRIDE,
 )
-from ..._intrinsics import i64_view
+from ..._intrinsics import i64_view, u8_view
 
 _LEVELDB_SEED = 0xBC9F1D34  # leveldb.BLOOM_HASH_SEED (a kernel takes no globals from a module)
 
@@ -40,8 +40,11 @@ _LEVELDB_SEED = 0xBC9F1D34  # leveldb.BLOOM_HASH_SEED (a kernel takes no globals
 def _check(meta, u64, w32, u16, u8, r, h, key, kstart, klen):
     """Filter record ``r``'s answer for the key (XXH3 hash ``h``): its family's ``check_hash`` on
     the family's array inside the directory (byte offset ``meta[r + R_OFF]``, ``meta[r + R_LEN]``
-    elements) and the descriptor's scalars. An unknown code answers "may contain"."""
+    elements; with :data:`F_MAPPED` added to the code, at the address ``meta[r + R_OFF]``:
+    :func:`_check_mapped`) and the descriptor's scalars. An unknown code answers "may contain"."""
     fam = meta[r + R_FAM]
+    if fam >= F_MAPPED:
+        return _check_mapped(meta, u64, r, fam - F_MAPPED, h, key, kstart, klen)
     off = meta[r + R_OFF]
     n = meta[r + R_LEN]
     p = r + R_P0
@@ -67,6 +70,38 @@ def _check(meta, u64, w32, u16, u8, r, h, key, kstart, klen):
         return CNT.check_hash(u8[off : off + n], u64[p], meta[p + 1], h)
     if fam == F_CUCKOO:
         return CKO.check_hash(u8[off : off + n], meta[p], u64[p + 1], h)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _check_mapped(meta, u64, r, fam, h, key, kstart, klen):
+    """:func:`_check` of a record whose array lies at the address ``meta[r + R_OFF]`` (the
+    filter's own array, in place)."""
+    a = meta[r + R_OFF]
+    n = meta[r + R_LEN]
+    p = r + R_P0
+    if fam == F_BLOCKED:
+        return BLK.check_hash(u8_view(a, 4 * n).view(np.uint32), u64[p], meta[p + 1], h)
+    if fam == F_REGISTER:
+        return REG.check_hash(u8_view(a, 4 * n).view(np.uint32), u64[p], meta[p + 1], h)
+    if fam == F_SBBF:
+        return SBB.check_hash(u8_view(a, 4 * n).view(np.uint32), u64[p], xxh64_bytes(key, kstart, klen, np.uint64(0)))
+    if fam == F_PAIRED:
+        return PAI.check_hash(u8_view(a, 4 * n).view(np.uint32), u64[p], u64[p + 1], meta[p + 2], u64[p + 3], u64[p + 4], h)
+    if fam == F_RIBBON:
+        return RIB.check_hash(u8_view(a, 8 * n).view(np.uint64), u64[p], u64[p + 1], u64[p + 2], np.uint32(u64[p + 3]), h)
+    if fam == F_FUSE8:
+        return FUS.check_hash(u8_view(a, n), u64[p], u64[p + 1], u64[p + 2], u64[p + 3], h)
+    if fam == F_FUSE16:
+        return FUS.check_hash(u8_view(a, 2 * n).view(np.uint16), u64[p], u64[p + 1], u64[p + 2], u64[p + 3], h)
+    if fam == F_STANDARD:
+        return STD.check_hash(u8_view(a, 8 * n).view(np.uint64), u64[p], meta[p + 1], h)
+    if fam == F_LEVELDB:
+        return LDB.check_hash(u8_view(a, n), leveldb_hash_bytes(key, kstart, klen, np.uint64(_LEVELDB_SEED)))
+    if fam == F_COUNTING:
+        return CNT.check_hash(u8_view(a, n), u64[p], meta[p + 1], h)
+    if fam == F_CUCKOO:
+        return CKO.check_hash(u8_view(a, n), meta[p], u64[p + 1], h)
     return True
 
 
@@ -168,9 +203,8 @@ def _probe(meta, u64, w32, u16, bounds, h, key, kstart, klen, start, first):
                 return -cand - 2, first
             rec = e + P_REC
         meta[C_CHECKS] += 1
-        if meta[rec + R_FAM] == F_BLOCKED:  # the default family's check_hash inline (see the docstring)
-            off = meta[rec + R_OFF] >> 2
-            ok = BLK.check_hash(w32[off : off + meta[rec + R_LEN]], u64[rec + R_P0], meta[rec + R_P0 + 1], h)
+        if meta[rec + R_FAM] == F_BLOCKED + F_MAPPED:  # the default family's check_hash inline (see the docstring)
+            ok = BLK.check_hash(u8_view(meta[rec + R_OFF], 4 * meta[rec + R_LEN]).view(np.uint32), u64[rec + R_P0], meta[rec + R_P0 + 1], h)
         else:
             ok = _check(meta, u64, w32, u16, bounds, rec, h, key, kstart, klen)
         if ok:

@@ -2,31 +2,36 @@
 the probe kernel (:func:`._probe_kernels.probe`), with filters loaded lazily.
 
 Layout (the named words of :mod:`.layout`): the header, one ``STRIDE``-word slot per table, the
-partition tables of partitioned tables, the filters' arrays, then the key bounds' bytes.
+partition tables of partitioned tables, then the key bounds' bytes.
 
 The filter side of the store is the filters' public probe contract
 (:mod:`bloomdb.filters.probe`): a filter's :meth:`~bloomdb.filters.base.Filter.probe_descriptor`
 names its family tag and format version; :data:`FAMILY_CODES` maps that pair (never the
 filter's class) to the code by which the kernel calls the family's own ``check_hash``, and the
-descriptor's array and scalars are copied into a filter record of the directory. A pair the
+descriptor's scalars go into a filter record of the directory with the ADDRESS of its array
+(:data:`.layout.F_MAPPED`): the array is never copied -- a table's filter is read in place from
+its mapped file (:meth:`Table.filter`), so loading one touches only its own pages (on this
+class of VM each fresh 4 KiB page written costs ~3-4 us: copying a 20 KB filter into new memory
+twice cost more than everything else of its first lookup). The directory holds every array it
+points at. A pair the
 kernel does not know (``scalable``, or a future format version) gets slot kind ``L.OTHER``:
 Python asks that filter (:meth:`Filter.might_contain_many` of the keys: the family hashes them
 its own way).
 
 Lazy loading: building a directory reads no filter. A table whose filter is not loaded yet gets
-slot kind ``L.LAZY`` with room reserved for its array (the filter block's size); the kernel hands
-such a slot to Python (``-slot - 2``), which reads the filter (the table keeps it), copies the
-array into the reserved room, writes the record and flips the slot to ``L.FILTER`` (array first,
-kind last, so a concurrent kernel never sees a half-written filter). A table with partitioned
-filters gets kind ``L.PARTITIONED`` and a partition table; each partition is read on the first
-lookup that needs it and copied in the same way. A filter of a family the kernel does not know
+slot kind ``L.LAZY``; the kernel hands such a slot to Python (``-slot - 2``), which reads the
+filter (the table keeps it), writes the record and flips the slot to ``L.FILTER`` (record
+first, kind last, so a concurrent kernel never sees a half-written filter). A table with
+partitioned filters gets kind ``L.PARTITIONED`` and a partition table; each partition is read on
+the first lookup that needs it and recorded in the same way. A filter of a family the kernel does not know
 (and a table whose filter turned out partitioned) makes the directory rebuild once. A table's
 filter says which family it is in its own self-describing bytes, so tables written under other
 options are read correctly. A damaged filter fails open: kind ``L.NONE`` (no check counted).
 Counters survive a rebuild (a kernel still running on the old array may lose a few increments:
 statistics only).
 
-Cost: building is O(tables + loaded filter bytes); a table's first lookup reads its filter once.
+Cost: building is O(tables); a table's first lookup reads its filter once (one CRC32C pass over
+the block, its header parsed, nothing copied).
 """
 
 from __future__ import annotations
@@ -86,17 +91,6 @@ def _round8(nbytes: int) -> int:
     return (nbytes + 7) & ~7
 
 
-def _reserve(nbytes: int) -> int:
-    """Bytes reserved for the array of a filter whose serialized form is ``nbytes`` long (the
-    array is never longer than the bytes it is read from; 8 more for alignment slack)."""
-    return _round8(nbytes) + 8
-
-
-def _room(rec, reserve: int) -> int:
-    """Bytes a record's array takes in the directory (``reserve`` when it is not loaded)."""
-    return reserve if rec is None else _round8(rec[1].nbytes)
-
-
 def _put_record(d, r: int, rec, off: int) -> None:
     """Write filter record ``rec`` at word ``r`` with its array at byte ``off`` (array first, so
     a kernel that sees the record's kind flip reads a whole filter)."""
@@ -108,6 +102,20 @@ def _put_record(d, r: int, rec, off: int) -> None:
     for i, x in enumerate(scalars):
         u64[r + L.R_P0 + i] = x
     d[r + L.R_FAM] = code
+
+
+def _put_mapped(d, r: int, rec) -> None:
+    """Write filter record ``rec`` at word ``r`` of ``d`` with its array referenced by address
+    (:data:`.layout.F_MAPPED`: the filter's own array, not copied; the caller keeps the array
+    alive while ``d`` may be probed). The family word last, so a kernel that sees it reads a
+    whole record."""
+    code, arr, scalars = rec
+    u64 = d.view(np.uint64)
+    d[r + L.R_OFF] = arr.ctypes.data
+    d[r + L.R_LEN] = arr.shape[0]
+    for i, x in enumerate(scalars):
+        u64[r + L.R_P0 + i] = x
+    d[r + L.R_FAM] = code + L.F_MAPPED
 
 
 def _read_state(t):
@@ -137,29 +145,17 @@ class Directory:
         #: can be probed (a map with exported buffers refuses to close)
         self._pins = [_read_state(r.table) for r in slots]
         self._budgets = [seeks.budget(r.table) for r in slots]  # LevelDB's allowed_seeks (:mod:`.seeks`)
+        #: the filters' arrays the records point at (each its filter's own, in place): held here so
+        #: they outlive every directory array a kernel may still probe
+        self._held: list = []
         self.array = self._build(None)
-
-    @property
-    def filter_bytes(self) -> int:
-        """Bytes of filter arrays copied into (or reserved in) this directory."""
-        d = self.array
-        return int(d[L.BYTE_BASE] - d[L.ARRAY_BASE])
 
     # -- building -----------------------------------------------------------------------------
     def _build(self, counters):
         slots = self.slots
         nslots = max(1, len(slots))
-        plans = []  # per slot: see _plan
-        nparts = 0
-        nbytes = 0
-        for r in slots:
-            plan = self._plan(r.table)
-            plans.append(plan)
-            if plan[0] == L.PARTITIONED:
-                nparts += len(plan[3])
-                nbytes += sum(_room(rec, res) for rec, res, _ in plan[3])
-            else:
-                nbytes += _room(plan[1], plan[2])
+        plans = [self._plan(r.table) for r in slots]  # per slot: see _plan
+        nparts = sum(len(p[2]) for p in plans if p[0] == L.PARTITIONED)
         bounds = []  # per slot: min key, max key, then its partitions' last keys
         for r, plan in zip(slots, plans):
             bounds += (r.info.min_key, r.info.max_key)
@@ -167,10 +163,9 @@ class Directory:
                 bounds += r.table.partitions[0]
         bnd = b"".join(bounds)
         m = L.SLOTS + L.STRIDE * nslots + L.PSTRIDE * nparts
-        d = np.zeros(m + nbytes // 8 + (len(bnd) + 7) // 8 + 1, np.int64)
+        d = np.zeros(m + (len(bnd) + 7) // 8 + 1, np.int64)
         u64 = d.view(np.uint64)
-        array_base = 8 * m
-        byte_base = array_base + nbytes
+        byte_base = 8 * m
         d.view(np.uint8)[byte_base : byte_base + len(bnd)] = np.frombuffer(bnd, np.uint8)
         d[L.N_L0] = len(self.levels[0])
         d[L.NUM_LEVELS] = len(self.levels) - 1
@@ -179,16 +174,14 @@ class Directory:
             d[L.LEVEL_FIRST + 2 * (j - 1)] = s
             d[L.LEVEL_COUNT + 2 * (j - 1)] = len(self.levels[j])
             s += len(self.levels[j])
-        d[L.ARRAY_BASE] = array_base
-        d[L.BYTE_BASE] = byte_base
+        d[L.ARRAY_BASE] = d[L.BYTE_BASE] = byte_base  # no filter array is copied in (F_MAPPED records)
         if counters is not None:
             d[L.COUNTERS] = counters
-        aoff = array_base
         boff = byte_base
         pt = L.SLOTS + L.STRIDE * nslots
         for i, r in enumerate(slots):
             b = L.SLOTS + L.STRIDE * i
-            kind, rec, reserve, parts = plans[i]
+            kind, rec, parts = plans[i]
             mn, mx = r.info.min_key, r.info.max_key
             u64[b + L.S_MIN_W : b + L.S_MIN_W + 2] = prefix_words(mn)
             d[b + L.S_MIN_OFF], d[b + L.S_MIN_LEN] = boff, len(mn)
@@ -206,58 +199,54 @@ class Directory:
             if kind == L.PARTITIONED:
                 d[b + L.S_REC + L.R_OFF] = pt
                 d[b + L.S_REC + L.R_LEN] = len(parts)
-                for (prec, pres, state), last in zip(parts, r.table.partitions[0]):
+                for (prec, state), last in zip(parts, r.table.partitions[0]):
                     u64[pt + L.P_LAST_W : pt + L.P_LAST_W + 2] = prefix_words(last)
                     d[pt + L.P_LAST_OFF] = boff
                     d[pt + L.P_LAST_LEN] = len(last)
                     boff += len(last)
                     if prec is not None:
-                        _put_record(d, pt + L.P_REC, prec, aoff)
-                    else:
-                        d[pt + L.P_REC + L.R_OFF] = aoff
-                        d[pt + L.P_REC + L.R_LEN] = pres
+                        self._put(d, pt + L.P_REC, prec)
                     d[pt + L.P_STATE] = state
-                    aoff += _room(prec, pres)
                     pt += L.PSTRIDE
             elif kind == L.FILTER:
-                _put_record(d, b + L.S_REC, rec, aoff)
-                aoff += _room(rec, 0)
-            elif kind == L.LAZY:
-                d[b + L.S_REC + L.R_OFF] = aoff
-                d[b + L.S_REC + L.R_LEN] = reserve
-                aoff += reserve
+                self._put(d, b + L.S_REC, rec)
             d[b + L.S_KIND] = kind
         return d
 
+    def _put(self, d, r: int, rec) -> None:
+        """Write filter record ``rec`` at word ``r`` of ``d`` with its array referenced in place
+        (:data:`.layout.F_MAPPED`: nothing copied); the array is held while this directory lives."""
+        self._held.append(rec[1])
+        _put_mapped(d, r, rec)
+
     def _plan(self, t):
-        """How the slot of table ``t`` is laid out: ``(kind, record, reserve, partitions)`` with,
-        for a partitioned table, per partition ``(record, reserve, state)``: ``(record, 0,
-        L.P_LOADED)`` when the kernel checks it, else ``(None, reserve, state)`` (``L.P_LAZY``,
-        ``L.P_OTHER``, ``L.P_DAMAGED``)."""
+        """How the slot of table ``t`` is laid out: ``(kind, record, partitions)`` with, for a
+        partitioned table, per partition ``(record, state)``: ``(record, L.P_LOADED)`` when the
+        kernel checks it, else ``(None, state)`` (``L.P_LAZY``, ``L.P_OTHER``, ``L.P_DAMAGED``)."""
         if t.filter_bytes == 0:
-            return L.NONE, None, 0, None
+            return L.NONE, None, None
         if not t.filter_loaded:
-            return L.LAZY, None, _reserve(t.filter_bytes), None
+            return L.LAZY, None, None
         f = t.filter()
         if t.partitions is not None:
             parts = []
-            for i, size in enumerate(t.partitions[2]):
+            for i in range(len(t.partitions[2])):
                 pf = t.loaded_partition(i)
                 rec = kernel_record(pf)
                 if rec is not None:
-                    parts.append((rec, 0, L.P_LOADED))
+                    parts.append((rec, L.P_LOADED))
                 else:
                     state = L.P_LAZY if pf is None else L.P_OTHER
                     if pf is False:
                         state = L.P_DAMAGED
-                    parts.append((None, _reserve(size), state))
-            return L.PARTITIONED, None, 0, parts
+                    parts.append((None, state))
+            return L.PARTITIONED, None, parts
         rec = kernel_record(f)
         if rec is not None:
-            return L.FILTER, rec, 0, None
+            return L.FILTER, rec, None
         if f is None:  # damaged: fail open
-            return L.NONE, None, 0, None
-        return L.OTHER, None, 0, None
+            return L.NONE, None, None
+        return L.OTHER, None, None
 
     # -- the Python side of a probe -----------------------------------------------------------
     def check(self, s: int, key: bytes):
@@ -308,9 +297,8 @@ class Directory:
         d = self.array
         f = t.filter()  # reads the filter block once (the table keeps it)
         rec = kernel_record(f)
-        r = b + L.S_REC
-        if rec is not None and rec[1].nbytes <= d[r + L.R_LEN]:
-            _put_record(d, r, rec, int(d[r + L.R_OFF]))
+        if rec is not None:
+            self._put(d, b + L.S_REC, rec)
             d[b + L.S_KIND] = L.FILTER  # last: the kernel reads the kind first
             return
         if f is None and t.partitions is None:
@@ -330,11 +318,9 @@ class Directory:
             with self._lock:
                 if d[e + L.P_STATE] == L.P_LAZY:
                     rec = kernel_record(f)
-                    r = e + L.P_REC
                     if rec is not None:
-                        if rec[1].nbytes <= d[r + L.R_LEN]:
-                            _put_record(d, r, rec, int(d[r + L.R_OFF]))
-                            d[e + L.P_STATE] = L.P_LOADED  # last
+                        self._put(d, e + L.P_REC, rec)
+                        d[e + L.P_STATE] = L.P_LOADED  # last
                     else:
                         d[e + L.P_STATE] = L.P_DAMAGED if f is None else L.P_OTHER
         return f

@@ -25,11 +25,11 @@ One int64 array per store version::
                          then its filter record (R_*)
     partition entry      (``PSTRIDE`` words, fields P_*, for kind PARTITIONED) last key's two
                          prefix words, its offset and length, state, filter record
-    filter record        (``RSTRIDE`` words, fields R_*) family code F_*, the byte offset and
-                         element count of the family's array (copied into this directory), and
-                         the descriptor's scalars
+    filter record        (``RSTRIDE`` words, fields R_*) family code F_* (plus F_MAPPED), the
+                         address and element count of the family's array (the filter's own,
+                         in place: not copied), and the descriptor's scalars
 
-then the filters' arrays (each at an 8-byte aligned byte offset), then the key bounds' bytes.
+then the key bounds' bytes (``ARRAY_BASE == BYTE_BASE``: no filter array is copied in).
 Offsets stored in the array are absolute. Slot kinds: NONE (no usable filter: none, or damaged --
 fail open, not counted), FILTER (the record names the family kernel), OTHER (a family with no
 probe descriptor the kernel knows: Python asks the filter), LAZY (the filter is not read yet:
@@ -112,3 +112,8 @@ P_LAZY, P_LOADED, P_OTHER, P_DAMAGED = 0, 1, 2, 3
 # (``directory.FAMILY_CODES`` maps a probe descriptor's (tag, version) to these)
 F_BLOCKED, F_REGISTER, F_SBBF, F_PAIRED, F_RIBBON, F_FUSE8, F_FUSE16 = 1, 2, 3, 4, 5, 6, 7
 F_STANDARD, F_LEVELDB, F_COUNTING, F_CUCKOO = 8, 9, 10, 11
+#: added to a family code: the record's ``R_OFF`` is the absolute address of the family's array
+#: (not a byte offset into the directory): the array stays where its owner keeps it -- a table's
+#: filter read in place from its mapped file, never copied (the probe directory's records); the
+#: directory keeps the owner referenced while it can be probed
+F_MAPPED = 64

@@ -23,9 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..sstable import DELETED, MISSING
-from ..sstable.builder import pack_bytes
 from . import _get_kernels as G
 from ._get_kernels import ASK, CHECK, SEEK, VALUE
+from ._batch_kernels import lookup_batch
 from .fastcall import direct
 from .layout import SEEK_DUE
 from .seeks import take_due
@@ -40,6 +40,19 @@ def newest(directory, key: bytes):
     global newest
     newest = direct(G.lookup_newest, (directory, key))
     return newest(directory, key)
+
+
+def _offsets(keys: list[bytes]):
+    """int64 offsets (``len(keys) + 1``) of ``keys`` in their concatenation. Lengths under 256
+    go through one ``bytes(map(len, keys))`` (a C loop) instead of ``np.fromiter``."""
+    m = len(keys)
+    offsets = np.zeros(m + 1, np.int64)
+    try:
+        lens = np.frombuffer(bytes(map(len, keys)), np.uint8)
+    except ValueError:  # a key of 256 bytes or more
+        lens = np.fromiter(map(len, keys), np.int64, m)
+    np.cumsum(lens, out=offsets[1:])
+    return offsets
 
 
 class Reads:
@@ -150,21 +163,13 @@ class Reads:
         kernel call (filters and blocks); keys it hands over are finished per slot in Python
         (:meth:`_resolve`)."""
         m = len(keys)
-        if joined is None:
-            data, offsets = pack_bytes(keys)
-        else:
-            data = np.frombuffer(joined, np.uint8)
-            offsets = np.zeros(m + 1, np.int64)
-            np.cumsum(np.fromiter(map(len, keys), np.int64, m), out=offsets[1:])
-        status = np.empty(m, np.int64)
-        slots = np.empty(m, np.int64)
-        voff = np.empty(m, np.int64)
-        vlen = np.empty(m, np.int64)
+        data = np.frombuffer(b"".join(keys) if joined is None else joined, np.uint8)
+        res = np.empty((4, m), np.int64)
         p = ver._probe or ver.probe()
-        G.lookup_many(p[0], data, offsets, snap, status, slots, voff, vlen)
-        hits = np.flatnonzero(status != G.MISSING)
-        if not hits.size:
+        if not lookup_batch(p[0], data, _offsets(keys), snap, res):
             return
+        status, slots, voff, vlen = res
+        hits = np.flatnonzero(status != G.MISSING)
         bufs = p[1]
         pending = {}
         for j, st, s, a, n in zip(hits.tolist(), status[hits].tolist(), slots[hits].tolist(),

@@ -15,6 +15,7 @@ from numba import njit
 from ..._checksum_kernels import crc32c_range
 from ..._intrinsics import copy_bytes
 from ._block_kernels import _cmp, _first_not_below, block_get, encode_blocks, first_of_key, key_words
+from ._index_kernels import fill_index, index_key_bytes
 
 ST_UNCHECKED = -2
 
@@ -160,58 +161,17 @@ def encode_index(kdata, koff, lasts, offsets, sizes):
 
 
 @njit(cache=True, nogil=True)
-def _le(b, p, width):
-    v = np.uint64(0)
-    for t in range(width):
-        v |= np.uint64(b[p + t]) << np.uint64(8 * t)
-    return v
-
-
-@njit(cache=True, nogil=True)
 def parse_index(b, p, n):
     """The index block's ``n`` entries (``u64 offset, u32 size, u32 key length, key`` from byte
-    ``p`` of ``b``) as the one int64 array :func:`table_get` searches: ``n``, then per block the
-    last key's two big-endian prefix words, its byte offset and length, the block's offset and
-    size; then the keys' bytes -- in one pass without a Python object per
-    block. Returns ``(array, end)``: ``end`` is the byte after the last entry, ``-1`` when the
-    bytes run out, ``-2`` when the keys are not in ascending order."""
-    empty = np.zeros(1, np.int64)
-    size = b.shape[0]
-    q = p
-    total = 0
-    for i in range(n):
-        if q + 16 > size:
-            return empty, -1
-        klen = np.int64(_le(b, q + 12, 4))
-        q += 16 + klen
-        if q > size:
-            return empty, -1
-        total += klen
-    head = 1 + 6 * n
-    a = np.zeros(head + (total + 7) // 8, np.int64)
-    u64 = a.view(np.uint64)
-    u8 = a.view(np.uint8)
-    a[0] = n
-    q = p
-    kpos = 8 * head
-    for i in range(n):
-        off = np.int64(_le(b, q, 8))
-        sz = np.int64(_le(b, q + 8, 4))
-        klen = np.int64(_le(b, q + 12, 4))
-        q += 16
-        e = 1 + 6 * i
-        w0, w1 = key_words(b, q, klen)
-        u64[e] = w0
-        u64[e + 1] = w1
-        a[e + 2] = kpos
-        a[e + 3] = klen
-        a[e + 4] = off
-        a[e + 5] = sz
-        u8[kpos : kpos + klen] = b[q : q + klen]
-        if i > 0 and _cmp(u8, a[e - 4], a[e - 3], u8, kpos, klen) > 0:
-            return empty, -2
-        kpos += klen
-        q += klen
+    ``p`` of ``b``) as the one int64 array :func:`table_get` searches
+    (:mod:`._index_kernels`). Returns ``(array, end)``: ``end`` is the byte after the last
+    entry, ``-1`` when the bytes run out, ``-2`` when the keys are not in ascending order."""
+    total, q = index_key_bytes(b, p, n, b.shape[0])
+    if total < 0:
+        return np.zeros(1, np.int64), -1
+    a, ordered = fill_index(b, p, n, total, b.shape[0])
+    if not ordered:
+        return np.zeros(1, np.int64), -2
     return a, q
 
 

@@ -33,6 +33,13 @@ DELETED = object()  #: the visible version is a deletion
 
 
 
+def _copies(fb) -> bool:
+    """Whether a filter read from block ``fb`` copies it: not when ``fb`` is a writable view of
+    the table's private map (:meth:`RealFS.read_all`): the filter is then read in place, and
+    loading it touches no new memory (the families' kernels take writable arrays only)."""
+    return not (isinstance(fb, np.ndarray) and fb.flags.writeable)
+
+
 def _parse_handles(b: bytes, p: int, n: int) -> tuple[list[bytes], list[int], list[int], int]:
     """``n`` entries of ``u64 offset, u32 size, u32 key length, key`` from ``p`` (the index block
     and the partition index share this layout); returns keys, offsets, sizes and the end position.
@@ -189,7 +196,8 @@ class Table:
         if bytes(fb[:4]) == PARTITION_MAGIC:
             self._parse_partitions(bytes(fb))
         else:
-            self._filter = filters.from_bytes(fb, verify_payload=False)  # the block's CRC32C covered it
+            # the block's CRC32C covered it; a view of the mapped file is read in place (no copy)
+            self._filter = filters.from_bytes(fb, verify_payload=False, copy=_copies(fb))
 
     def _meta_block(self, off: int, size: int, what: str):
         """Block ``[off, off + size)`` (a filter block: always stored raw) checked against its
@@ -258,7 +266,8 @@ class Table:
         if f is None:
             keys, offs, sizes = self.partitions
             try:
-                f = filters.from_bytes(self._meta_block(offs[i], sizes[i], "filter partition"), verify_payload=False)
+                fb = self._meta_block(offs[i], sizes[i], "filter partition")
+                f = filters.from_bytes(fb, verify_payload=False, copy=_copies(fb))
             except Exception:  # noqa: BLE001 - fail open
                 self.filter_damaged = True
                 f = False

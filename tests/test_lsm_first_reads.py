@@ -1,0 +1,163 @@
+"""Reads right after a reopen (issue 14): a table's filter is read in place from its mapped file
+and the probe directory points at it -- nothing copied, so the first lookup of a table touches no
+new memory and the filters are held once (not once by the table and again in the directory)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from bloomdb import filters
+from bloomdb.errors import CorruptionError, InvalidArgument, StaticFilterError
+from bloomdb.lsm import DB
+from bloomdb.lsm.probe import layout as L
+
+from lsm_helpers import small_options
+
+KEYS = [b"key%06d" % i for i in range(3000)]
+
+
+def _store(tmp_path, **kw):
+    p = str(tmp_path / "db")
+    opts = small_options(background_compaction=False, memtable_bytes=1 << 16, **kw)
+    with DB.open(p, opts) as db:
+        for k in KEYS:
+            db.put(k, b"v" * 50)
+        db.flush()
+    return p, opts
+
+
+def test_the_directory_points_at_each_filter_inside_its_tables_mapped_file(tmp_path):
+    p, opts = _store(tmp_path)
+    with DB.open(p, opts) as db:
+        assert all(db.get(k) == b"v" * 50 for k in KEYS[::7])
+        assert all(db.get(k + b"x") is None for k in KEYS[::7])
+        ver = db._state[2]
+        d = ver.directory.array
+        checked = 0
+        for s, ref in enumerate(ver.slots):
+            b = L.SLOTS + L.STRIDE * s
+            if d[b + L.S_KIND] != L.FILTER:
+                continue
+            rec = b + L.S_REC
+            assert d[rec + L.R_FAM] >= L.F_MAPPED
+            start = ref.table._arr.ctypes.data
+            h = ref.table._handles
+            addr = int(d[rec + L.R_OFF])
+            assert start + h.filter_off <= addr < start + h.filter_off + h.filter_size  # in place, in the map
+            checked += 1
+        assert checked == len(ver.slots) > 1
+        st = db.stats()
+        # held once: the filters read (all of them here) are at most their bytes on disk
+        assert 0 < st["filter_memory_bytes"] <= st["filter_bytes"]
+
+
+def test_a_damaged_filter_read_in_place_still_fails_open_and_a_damaged_block_still_raises(tmp_path):
+    p, opts = _store(tmp_path)
+    with DB.open(p, opts) as db:
+        ref = db._state[2].slots[0]
+        h = ref.table._handles
+        path = ref.table.path
+        first = ref.table.meta.min_key
+    with open(path, "r+b") as f:  # flip a byte of the filter's payload (its block CRC then fails)
+        f.seek(h.filter_off + h.filter_size - 8)
+        b = f.read(1)
+        f.seek(h.filter_off + h.filter_size - 8)
+        f.write(bytes([b[0] ^ 0xFF]))
+    with DB.open(p, opts) as db:
+        assert all(db.get(k) == b"v" * 50 for k in KEYS)  # fail open: every key still found
+        assert db.stats()["filters_damaged"] >= 1
+    with open(path, "r+b") as f:  # now a data block: the first one
+        f.seek(10)
+        b = f.read(1)
+        f.seek(10)
+        f.write(bytes([b[0] ^ 0xFF]))
+    with DB.open(p, opts) as db:
+        with pytest.raises(CorruptionError, match=os.path.basename(path)):
+            db.get(first)
+
+
+def test_from_bytes_without_a_copy_reads_the_payload_in_place_and_is_read_only():
+    f = filters.create("blocked:10", capacity=1000)
+    f.add_many([b"a%d" % i for i in range(500)])
+    data = bytearray(f.to_bytes())
+    g = filters.from_bytes(data, copy=False)
+    arr = g.probe_descriptor().args[0]
+    assert np.shares_memory(arr, np.frombuffer(data, np.uint8))
+    assert all(g.might_contain(b"a%d" % i) for i in range(500))
+    assert g.might_contain_many([b"a%d" % i for i in range(500)]).all()
+    with pytest.raises(StaticFilterError):
+        g.add(b"x")
+    with pytest.raises(InvalidArgument):
+        filters.from_bytes(bytes(data), copy=False)  # read-only bytes: the kernels need writable arrays
+    c = filters.from_bytes(bytes(data))  # the default still copies
+    assert not np.shares_memory(c.probe_descriptor().args[0], np.frombuffer(data, np.uint8))
+
+
+def _replay_by_read_log(data: bytes, paranoid: bool = True):
+    """The memtable and last sequence that :func:`wal.read_log` alone gives (the general path)."""
+    from bloomdb.lsm import wal
+    from bloomdb.lsm.memtable import MemTable
+
+    mem, last, ends = MemTable(), 0, []
+    for first, ops in wal.read_log(data, "x", paranoid, [], ends):
+        mem.apply(first, ops, True)
+        last = first + len(ops) - 1
+    return mem, last, ends
+
+
+@pytest.mark.parametrize("tail", ["clean", "zeros", "torn", "damaged"])
+def test_replay_takes_leading_single_puts_in_one_kernel_call_and_reads_like_read_log(tmp_path, tail):
+    """:func:`recovery.replay` replays a log's leading single puts through one kernel call, then
+    :func:`wal.read_log` goes on: the memtable (versions, history), the last sequence and the
+    log's clean end are what ``read_log`` alone gives, for every kind of tail."""
+    import random
+
+    from bloomdb.lsm import recovery, wal
+    from bloomdb.lsm.fs import RealFS
+
+    rng = random.Random(7)
+    recs, seq = [], 1
+    for i in range(500):  # single puts (some overwrite: history), then a mix
+        k = b"k%03d" % rng.randrange(300)
+        v = rng.randbytes(rng.choice([0, 1, 100, 5000]))
+        if i < 300 or rng.random() < 0.5:
+            recs.append(wal.encode_put(seq, k, v))
+            seq += 1
+        elif rng.random() < 0.5:
+            recs.append(wal.encode_put(seq, k, None))
+            seq += 1
+        else:
+            ops = [(k, v), (k + b"x", None)]
+            recs.append(wal.encode_batch(seq, ops))
+            seq += 2
+    data = b"".join(recs)
+    if tail == "zeros":
+        data += bytes(8192)
+    elif tail == "torn":
+        data += recs[0][:10]
+    elif tail == "damaged":  # a flipped byte in record 100 (a single put): intact ones follow
+        at = sum(map(len, recs[:100])) + 30
+        data = data[:at] + bytes([data[at] ^ 1]) + data[at + 1 :]
+    (tmp_path / "000007.log").write_bytes(data)
+    for paranoid in (True, False):
+        if tail == "damaged" and paranoid:
+            with pytest.raises(CorruptionError):
+                recovery.replay(RealFS(fsync=False), str(tmp_path), [7], True, 0, [])
+            with pytest.raises(CorruptionError):
+                _replay_by_read_log(data, True)
+            continue
+        ends: list = []
+        mem, last = recovery.replay(RealFS(fsync=False), str(tmp_path), [7], paranoid, 0, ends)
+        want, want_last, want_ends = _replay_by_read_log(data, paranoid)
+        assert mem.latest == want.latest and mem.history == want.history and mem.bytes == want.bytes
+        assert (last, ends) == (want_last, want_ends)
+        assert len(mem.latest) > 50
+    from bloomdb.checksum import HW_RANGES
+    from bloomdb.lsm import _replay_kernels as RK
+
+    if HW_RANGES:  # the kernel took the leading single puts (up to the damage, if any)
+        n, end = RK.single_puts(np.frombuffer(data, np.uint8), 0, np.empty((600, 5), np.int64))
+        assert (n == 100) if tail == "damaged" else (n >= 300 and end == sum(map(len, recs[:n])))
