@@ -289,3 +289,78 @@ def test_merge_and_split_in_one_call_gives_the_three_steps_answers(bottom, snap)
     vs = np.zeros(want.shape[0] + 1, np.int64)
     np.cumsum(vo[want + 1] - vo[want], out=vs[1:])
     assert np.array_equal(cuts, MK.split_points(wk, wo, vs, 16 << 10)) and len(cuts) > 2
+
+
+# -- compaction outputs written beside the next output's build (executor.OutputFiles) ----------
+from bloomdb.lsm.compaction import executor as EX  # noqa: E402
+
+
+def test_output_files_come_back_in_order_from_the_file_writer_thread():
+    import threading
+
+    names = []
+
+    def make(i):
+        def finish():
+            names.append(threading.current_thread().name)
+            return f"table{i}"
+        return finish
+
+    files = EX.OutputFiles(depth=2)
+    for i in range(5):
+        files.add(f"info{i}", make(i))
+    assert files.results() == [(f"info{i}", f"table{i}") for i in range(5)]
+    assert len(names) == 5 and all(n.startswith("bloomdb-lsm-files") for n in names)
+
+
+def test_output_files_wait_for_every_write_then_raise_the_first_failure():
+    import threading
+
+    done = []
+    gate = threading.Event()
+
+    def ok(i):
+        def finish():
+            gate.wait(5)
+            done.append(i)
+            return i
+        return finish
+
+    def bad():
+        raise OSError("fsync failed")
+
+    files = EX.OutputFiles(depth=8)
+    files.add("a", ok(0))
+    files.add("b", bad)
+    files.add("c", ok(2))
+    gate.set()
+    with pytest.raises(OSError, match="fsync failed"):
+        files.results()
+    assert done == [0, 2]  # nothing still writing once the compaction gave up
+
+
+def test_a_failed_output_fsync_installs_nothing_and_stops_writes(tmp_path):
+    """A compaction whose output's fsync fails (in the file writer thread) raises, installs no
+    edit (the manifest still names the inputs) and stops the store's writes; a reopen reads all."""
+    from bloomdb.errors import BloomDBError
+    from bloomdb.lsm.fs import FaultyFS
+
+    fs = FaultyFS()
+    o = small_options(fs=fs, background_compaction=False, level0_trigger=100, level0_stop=200)
+    model = {}
+    with DB.open(tmp_path / "s", o) as db:
+        for i in range(3000):
+            k, v = b"k%05d" % (i * 7919 % 3000), b"v%d" % i
+            db.put(k, v)
+            model[k] = v
+        db.flush()
+        before = [len(lv) for lv in db._version.levels]
+        fs.fail_sync = True
+        with pytest.raises(OSError, match="fsync failed"):  # the file writer thread's failure, re-raised
+            db.compact_range()
+        assert [len(lv) for lv in db._version.levels] == before
+        with pytest.raises(BloomDBError):
+            db.put(b"x", b"y")
+        fs.fail_sync = False
+    with DB.open(tmp_path / "s", small_options()) as db:
+        assert dict(db.scan()) == model

@@ -98,6 +98,19 @@ def test_batch_record_is_the_per_op_encoders_bytes(seed):
     assert list(wal.read_log(bytes(rec), "x")) == [(12345, b.ops)]
 
 
+@pytest.mark.parametrize("klen, vlen", [(16, 100), (1, 0), (0, 7), (24, None)])
+def test_batch_record_of_one_size_keys_or_values_is_the_per_op_encoders_bytes(klen, vlen):
+    """Keys (and values) all of one length take the offsets' uniform shortcut (``vlen=None``:
+    values of mixed lengths beside one-length keys); empty keys and empty values included."""
+    rng = random.Random(klen)
+    b = WriteBatch()
+    for _ in range(rng.randrange(8, 300)):
+        b.put(rng.randbytes(klen), rng.randbytes(rng.randrange(0, 50) if vlen is None else vlen))
+    rec, puts = wb.record(b, 99)
+    assert puts is not None and bytes(rec) == wal.encode_batch(99, b.ops)
+    assert list(wal.read_log(bytes(rec), "x")) == [(99, b.ops)]
+
+
 def test_batch_fast_path_with_repeated_keys_matches_a_dict(tmp_path):
     rng = random.Random(7)
     model = {}

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._intrinsics import copy_bytes
+
 
 @njit(cache=True, nogil=True)
 def _u32(out, p, v):
@@ -35,12 +37,12 @@ def put_batch_record(kdata, koff, vdata, voff, first_seq):
         out[p] = 1
         _u32(out, p + 1, kl)
         p += 5
-        out[p : p + kl] = kdata[a : a + kl]
+        copy_bytes(out, p, kdata, a, kl)  # one memmove (a slice copies byte by byte)
         p += kl
         b = voff[i]
         vl = voff[i + 1] - b
         _u32(out, p, vl)
         p += 4
-        out[p : p + vl] = vdata[b : b + vl]
+        copy_bytes(out, p, vdata, b, vl)
         p += vl
     return out

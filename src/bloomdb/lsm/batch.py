@@ -143,6 +143,17 @@ class BoundBatch(WriteBatch):
 _U32 = struct.Struct("<I")
 
 
+def _offsets(items, total: int, n: int) -> np.ndarray:
+    """The ``n + 1`` offsets of ``items`` (bytes, ``total`` bytes joined) in their join. Items of
+    one length (db-bench's keys and values, most fixed-size records) take one ``set`` pass and
+    an ``arange`` (~20 us per 1000) instead of a lengths array and its cumulative sum (~30)."""
+    if len(set(map(len, items))) == 1:
+        return np.arange(n + 1, dtype=np.int64) * (total // n)
+    off = np.zeros(n + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, items), np.int64, n), out=off[1:])
+    return off
+
+
 def record(batch: WriteBatch, first: int):
     """The WAL record of ``batch``'s operations at sequences ``first, first + 1, ...`` (bytes-like)
     and, for a batch of puts only, its keys and values (for :func:`apply`; else ``None``)."""
@@ -153,10 +164,8 @@ def record(batch: WriteBatch, first: int):
     kd = b"".join(keys)
     vd = b"".join(values)
     n = len(ops)
-    ko = np.zeros(n + 1, np.int64)
-    vo = np.zeros(n + 1, np.int64)
-    np.cumsum(np.fromiter(map(len, keys), np.int64, n), out=ko[1:])
-    np.cumsum(np.fromiter(map(len, values), np.int64, n), out=vo[1:])
+    ko = _offsets(keys, len(kd), n)
+    vo = _offsets(values, len(vd), n)
     rec = put_batch_record(np.frombuffer(kd, np.uint8), ko, np.frombuffer(vd, np.uint8), vo, first)
     _U32.pack_into(rec, 0, crc32c(memoryview(rec)[4:]))
     return rec, (keys, values, len(kd) + len(vd))

@@ -178,7 +178,18 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
                        block_size: int, restart_interval: int, compression: str | None,
                        sync: bool = True, partition_blocks: int = 0, range_dels: tuple = (), prefix=None,
                        whole_key_filter: bool = True, vidx=None) -> TableInfo:
-    """:func:`build_table` over packed arrays (Arrow layout: ``kdata``/``koff`` user keys,
+    """:func:`build_table` over packed arrays: :func:`table_parts` written by :func:`write_table_file`."""
+    parts, info = table_parts(number, kdata, koff, tr, vdata, voff, filter_spec, block_size, restart_interval,
+                              compression, partition_blocks, range_dels, prefix, whole_key_filter, vidx)
+    write_table_file(fs, path, parts, sync)
+    return info
+
+
+def table_parts(number: int, kdata, koff, tr, vdata, voff, filter_spec: str | None, block_size: int,
+                restart_interval: int, compression: str | None, partition_blocks: int = 0, range_dels: tuple = (),
+                prefix=None, whole_key_filter: bool = True, vidx=None) -> tuple[list, TableInfo]:
+    """The bytes of a table as ``(parts, TableInfo)`` (the file is the parts in order), nothing
+    written: :func:`build_table` over packed arrays (Arrow layout: ``kdata``/``koff`` user keys,
     ``vdata``/``voff`` values, ``tr`` uint64 trailers): no Python object per entry.
 
     ``partition_blocks > 0``: partitioned filters, one filter per ``partition_blocks`` data
@@ -248,6 +259,12 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
         pos += len(framed)
     h = Handles(handles[0][0], handles[0][1], handles[1][0], handles[1][1], handles[2][0], handles[2][1])
     parts.append(encode_footer(h))
+    return parts, TableInfo(number, pos + 64, n, meta.min_key, meta.max_key, meta.min_seq, meta.max_seq)
+
+
+def write_table_file(fs, path: str, parts: list, sync: bool = True) -> None:
+    """Write a table's ``parts`` (:func:`table_parts`) as ``path``: to ``path + TMP_SUFFIX``, fsynced
+    (``sync``), closed, then renamed (a complete table only under its real name)."""
     tmp = path + TMP_SUFFIX  # complete tables only under their real name (see TMP_SUFFIX)
     f = fs.open_append(tmp)
     try:
@@ -262,4 +279,3 @@ def build_table_arrays(fs, path: str, number: int, kdata, koff, tr, vdata, voff,
     finally:
         f.close()
     fs.rename(tmp, path)
-    return TableInfo(number, pos + 64, n, meta.min_key, meta.max_key, meta.min_seq, meta.max_seq)
