@@ -27,13 +27,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..._intrinsics import prefetch
+from ..._intrinsics import prefetch, u8_view
 from ...filters._blocked_kernels import check_bits, line_word
 from ...hashing._kernels import xxh3_64_bytes
 from ..sstable._block_kernels import _first_not_below, _tail_cmp, _wcmp, key_words
 from ._get_kernels import MISSING, _lookup
 from .layout import (
-    C_CHECKS, C_LOOKUPS, C_USEFUL, F_BLOCKED, FILTER, LEVEL_COUNT, LEVEL_FIRST, N_L0, NUM_LEVELS, R_FAM,
+    C_CHECKS, C_LOOKUPS, C_USEFUL, F_BLOCKED, F_MAPPED, FILTER, LEVEL_COUNT, LEVEL_FIRST, N_L0, NUM_LEVELS, R_FAM,
     R_LEN, R_OFF, R_P0, S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, SLOTS,
     STRIDE,
 )
@@ -57,16 +57,18 @@ def _in_range(meta, u64, bounds, base, key, kstart, klen, k0, k1):
 
 @njit(cache=True, nogil=True, inline="always")
 def _pair(meta, u64, w32, base, h, pairs_w, pairs_g, pairs_k, p):
-    """Record the filter line of hash ``h`` in the slot at ``base`` as pair ``p`` and prefetch
-    it; False when the slot holds no loaded ``blocked`` filter (the key needs the full lookup)."""
+    """Record the filter line of hash ``h`` in the slot at ``base`` as pair ``p`` (the line's
+    address: the directory's records point at each filter in place, :data:`.layout.F_MAPPED`)
+    and prefetch it; False when the slot holds no loaded ``blocked`` filter (the key needs the
+    full lookup)."""
     rec = base + S_REC
-    if meta[base + S_KIND] != FILTER or meta[rec + R_FAM] != F_BLOCKED:
+    if meta[base + S_KIND] != FILTER or meta[rec + R_FAM] != F_BLOCKED + F_MAPPED:
         return False
-    w = (meta[rec + R_OFF] >> 2) + np.int64(line_word(h, u64[rec + R_P0]))
-    pairs_w[p] = w
+    a = meta[rec + R_OFF] + 4 * np.int64(line_word(h, u64[rec + R_P0]))
+    pairs_w[p] = a
     pairs_g[p] = h >> np.uint64(32)
     pairs_k[p] = meta[rec + R_P0 + 1]
-    prefetch(w32, w)
+    prefetch(u8_view(a, 64), 0)
     return True
 
 
@@ -142,7 +144,7 @@ def lookup_batch(directory, data, offsets, snap, out):
                 e = -1 - e
             ok = False
             for t in range(f, e):
-                ok |= check_bits(w32, pairs_w[t], pairs_g[t], pairs_k[t])
+                ok |= check_bits(u8_view(pairs_w[t], 64).view(np.uint32), 0, pairs_g[t], pairs_k[t])
             if ok:
                 first[i - c0] = -1 - f
             else:

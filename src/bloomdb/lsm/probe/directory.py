@@ -118,6 +118,61 @@ def _put_mapped(d, r: int, rec) -> None:
     d[r + L.R_FAM] = code + L.F_MAPPED
 
 
+#: the slot words of a table's read state and seek budget, in this order (see :func:`_table_words`)
+_READ_COLS = [L.S_TBUF, L.S_TLEN, L.S_TIDX, L.S_TIDXLEN, L.S_TCHK, L.S_SEEKS]
+
+
+def _table_words(t, pin, budget):
+    """``([the words of _READ_COLS], its index array)`` for table ``t`` (``pin``: its :func:`_read_state`,
+    ``budget``: its seek budget array or None): addresses never change for a table, so they are
+    worked out once and kept on it (each ``.ctypes.data`` costs ~1 us; a version's directory is
+    rebuilt after every flush and compaction)."""
+    try:
+        d = vars(t)
+    except TypeError:
+        d = {}
+    w = d.get("probe_slot_words")
+    key = None if pin is None else pin[1]  # the index array: made once per table, at its open
+    if w is None or w[1] is not key:
+        row = [0] * 6
+        if pin is not None:
+            row[:5] = pin[0].ctypes.data, pin[0].shape[0], pin[1].ctypes.data, pin[1].shape[0], pin[2].ctypes.data
+        if budget is not None:
+            row[5] = budget.ctypes.data
+        w = d["probe_slot_words"] = (row, key)
+    return w
+
+
+def _signed(x: int) -> int:
+    return x - (1 << 64) if x >= 1 << 63 else x
+
+
+def _record_words(t, rec):
+    """``(the RSTRIDE words of filter record rec, its array)`` (:func:`_put_mapped`'s words),
+    kept on table ``t`` with the filter they were made from (a table's filter never changes)."""
+    try:
+        d = vars(t)
+    except TypeError:
+        d = {}
+    w = d.get("probe_record_words")
+    if w is None or w[1] is not rec[1]:
+        code, arr, scalars = rec
+        words = [0] * L.RSTRIDE
+        words[L.R_FAM] = code + L.F_MAPPED
+        words[L.R_OFF] = arr.ctypes.data
+        words[L.R_LEN] = arr.shape[0]
+        for i, x in enumerate(scalars):
+            words[L.R_P0 + i] = _signed(x)
+        w = d["probe_record_words"] = (words, arr)
+    return w
+
+
+def _prefix_words_many(keys: list[bytes]) -> np.ndarray:
+    """:func:`prefix_words` of each of ``keys`` as a ``(len(keys), 2)`` uint64 array."""
+    b = b"".join([k[:16].ljust(16, b"\0") for k in keys])
+    return np.frombuffer(b, ">u8").reshape(-1, 2).astype(np.uint64)
+
+
 def _read_state(t):
     """``(file bytes, index array, checked flags)`` of table ``t`` for the lookup kernel
     (:meth:`Table.lookup_arrays`), or ``None``: every read of ``t`` goes through Python."""
@@ -157,7 +212,9 @@ class Directory:
         plans = [self._plan(r.table) for r in slots]  # per slot: see _plan
         nparts = sum(len(p[2]) for p in plans if p[0] == L.PARTITIONED)
         bounds = []  # per slot: min key, max key, then its partitions' last keys
+        firsts = []  # per slot: where its min key is in ``bounds``
         for r, plan in zip(slots, plans):
+            firsts.append(len(bounds))
             bounds += (r.info.min_key, r.info.max_key)
             if plan[0] == L.PARTITIONED:
                 bounds += r.table.partitions[0]
@@ -177,41 +234,51 @@ class Directory:
         d[L.ARRAY_BASE] = d[L.BYTE_BASE] = byte_base  # no filter array is copied in (F_MAPPED records)
         if counters is not None:
             d[L.COUNTERS] = counters
-        boff = byte_base
-        pt = L.SLOTS + L.STRIDE * nslots
-        for i, r in enumerate(slots):
-            b = L.SLOTS + L.STRIDE * i
-            kind, rec, parts = plans[i]
-            mn, mx = r.info.min_key, r.info.max_key
-            u64[b + L.S_MIN_W : b + L.S_MIN_W + 2] = prefix_words(mn)
-            d[b + L.S_MIN_OFF], d[b + L.S_MIN_LEN] = boff, len(mn)
-            u64[b + L.S_MAX_W : b + L.S_MAX_W + 2] = prefix_words(mx)
-            d[b + L.S_MAX_OFF], d[b + L.S_MAX_LEN] = boff + len(mn), len(mx)
-            boff += len(mn) + len(mx)
-            pin = self._pins[i]
-            if pin is not None:
-                for w, a in ((L.S_TBUF, pin[0]), (L.S_TIDX, pin[1]), (L.S_TCHK, pin[2])):
-                    d[b + w] = a.ctypes.data
-                d[b + L.S_TLEN] = pin[0].shape[0]
-                d[b + L.S_TIDXLEN] = pin[1].shape[0]
-            if self._budgets[i] is not None:
-                d[b + L.S_SEEKS] = self._budgets[i].ctypes.data
-            if kind == L.PARTITIONED:
-                d[b + L.S_REC + L.R_OFF] = pt
-                d[b + L.S_REC + L.R_LEN] = len(parts)
-                for (prec, state), last in zip(parts, r.table.partitions[0]):
-                    u64[pt + L.P_LAST_W : pt + L.P_LAST_W + 2] = prefix_words(last)
-                    d[pt + L.P_LAST_OFF] = boff
-                    d[pt + L.P_LAST_LEN] = len(last)
-                    boff += len(last)
-                    if prec is not None:
-                        self._put(d, pt + L.P_REC, prec)
-                    d[pt + L.P_STATE] = state
-                    pt += L.PSTRIDE
-            elif kind == L.FILTER:
-                self._put(d, b + L.S_REC, rec)
-            d[b + L.S_KIND] = kind
+        if slots:
+            self._fill_slots(d, plans, bounds, firsts, byte_base)
         return d
+
+    def _fill_slots(self, d, plans, bounds, firsts, byte_base) -> None:
+        """Every slot's words as numpy column writes (one per field, not one Python step per
+        slot and field: ~10 us a slot before), the per-table words cached on the table
+        (:func:`_table_words`); then the filter records and partition tables."""
+        slots = self.slots
+        n = len(slots)
+        S = d[L.SLOTS : L.SLOTS + L.STRIDE * n].reshape(n, L.STRIDE)
+        U = S.view(np.uint64)
+        lens = np.fromiter(map(len, bounds), np.int64, len(bounds))
+        starts = np.full(len(bounds), byte_base, np.int64)
+        np.cumsum(lens[:-1], out=starts[1:])
+        starts[1:] += byte_base
+        at = np.array(firsts, np.int64)
+        U[:, L.S_MIN_W : L.S_MIN_W + 2] = _prefix_words_many([r.info.min_key for r in slots])
+        U[:, L.S_MAX_W : L.S_MAX_W + 2] = _prefix_words_many([r.info.max_key for r in slots])
+        S[:, L.S_MIN_OFF], S[:, L.S_MIN_LEN] = starts[at], lens[at]
+        S[:, L.S_MAX_OFF], S[:, L.S_MAX_LEN] = starts[at + 1], lens[at + 1]
+        words = [_table_words(r.table, pin, budget) for r, pin, budget in zip(slots, self._pins, self._budgets)]
+        S[:, _READ_COLS] = [w[0] for w in words]
+        filt = [i for i, p in enumerate(plans) if p[0] == L.FILTER]
+        if filt:
+            recs = [_record_words(slots[i].table, plans[i][1]) for i in filt]
+            S[filt, L.S_REC : L.S_REC + L.RSTRIDE] = [w for w, _ in recs]
+            self._held.extend(a for _, a in recs)
+        pt = L.SLOTS + L.STRIDE * n
+        u64 = d.view(np.uint64)
+        for i, (kind, rec, parts) in enumerate(plans):
+            if kind != L.PARTITIONED:
+                continue
+            b = L.SLOTS + L.STRIDE * i
+            d[b + L.S_REC + L.R_OFF] = pt
+            d[b + L.S_REC + L.R_LEN] = len(parts)
+            for j, ((prec, state), last) in enumerate(zip(parts, slots[i].table.partitions[0])):
+                u64[pt + L.P_LAST_W : pt + L.P_LAST_W + 2] = prefix_words(last)
+                d[pt + L.P_LAST_OFF] = starts[firsts[i] + 2 + j]
+                d[pt + L.P_LAST_LEN] = len(last)
+                if prec is not None:
+                    self._put(d, pt + L.P_REC, prec)
+                d[pt + L.P_STATE] = state
+                pt += L.PSTRIDE
+        S[:, L.S_KIND] = [p[0] for p in plans]
 
     def _put(self, d, r: int, rec) -> None:
         """Write filter record ``rec`` at word ``r`` of ``d`` with its array referenced in place
