@@ -86,6 +86,18 @@ def _file_writer() -> ThreadPoolExecutor:
         return _FILES[0]
 
 
+def _forget_file_writer_in_child() -> None:
+    """After a fork the child has none of the parent's threads: a pool (or a lock) inherited from
+    the parent would take work and never run it. The child makes its own on first use."""
+    global _FILES_LOCK
+    _FILES.clear()
+    _FILES_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_file_writer_in_child)
+
+
 class OutputFiles:
     """A compaction's output tables written beside the build of the next one: table ``k``'s file
     write, fsync (~3-12 ms of waiting on this disk), rename and open run in the file writer thread
