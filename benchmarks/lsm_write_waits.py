@@ -9,9 +9,12 @@ memtable's flush not done; ``wait:l0stop``: ``level0_stop`` L0 tables), and per 
 calls, wall and thread CPU seconds. A background step whose wall is many times its CPU waited
 for the GIL or the CPU, not for its own work. ``over``: fill (untimed), then overwrite every key.
 The optional ``switch_interval`` sets ``sys.setswitchinterval`` for the run (an experiment, the
-store never sets it).
+store never sets it). ``gc``: the cyclic garbage collector's passes during the fill, per
+generation, with their wall time (they run in whichever thread allocates when a threshold is
+crossed: in a fill, mostly the writer).
 """
 import collections
+import gc
 import os
 import shutil
 import sys
@@ -33,6 +36,18 @@ if len(sys.argv) > 3:
 waits = collections.defaultdict(float)
 counts = collections.Counter()
 steps = collections.defaultdict(lambda: [0, 0.0, 0.0])
+gc_passes = collections.defaultdict(lambda: [0, 0.0])
+gc_start = [0.0]
+
+
+def on_gc(phase, info):
+    """gc.callbacks hook: count and time each collection by generation."""
+    if phase == "start":
+        gc_start[0] = time.perf_counter()
+    else:
+        e = gc_passes[info["generation"]]
+        e[0] += 1
+        e[1] += time.perf_counter() - gc_start[0]
 
 
 def instrument(db):
@@ -87,18 +102,21 @@ if mode == "over":
     db.wait_for_compactions()
     waits.clear(), counts.clear(), steps.clear()
     order = shuffled[::-1]
+gc.callbacks.append(on_gc)
 t, c, p = time.perf_counter(), time.thread_time(), time.process_time()
 if mode == "batch":  # db-bench's own fill loops: the same work it times
     batches(functools.partial(bloomdb_write_batch, db), order, values)
 else:
     puts(db.put, order, values)
 wall, cpu, pcpu = time.perf_counter() - t, time.thread_time() - c, time.process_time() - p
+gc.callbacks.remove(on_gc)
 print(f"{mode} n={n}: wall {wall:.2f}s, writer CPU {cpu:.2f}s, process CPU {pcpu:.2f}s, "
       f"load {os.getloadavg()[0]:.1f}, switch interval {sys.getswitchinterval() * 1e3:g} ms")
 for why, s in sorted(waits.items()):
     print(f"  writer wait:{why:<8} {s:6.2f}s in {counts[why]} waits")
 for label, (m, w, cc) in steps.items():
     print(f"  {label:<34} calls {m:4d}  wall {w:6.2f}s  cpu {cc:6.2f}s")
+print("  gc " + ", ".join(f"gen{g}: {m} passes {w:.2f}s" for g, (m, w) in sorted(gc_passes.items())))
 print("  tables per level at the end", [len(lv) for lv in db._version.levels])
 db.close()
 shutil.rmtree(root)
