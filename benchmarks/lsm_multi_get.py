@@ -41,10 +41,11 @@ def _ns(fn, batches) -> float:
 def _kernel(db, batch: bool):
     """key_list, the offsets and one kernel call per batch: ``lookup_batch`` (overlapped filter
     loads) or, for comparison, ``lookup_many`` (one key's whole lookup after another)."""
-    d = db._state[2].probe()[0]
+    ver = db._state[2]  # held with its directory: the array points into the version's tables
+    d = ver.probe()[0]
     out = np.empty((4, BATCH), np.int64)
 
-    def run(b):
+    def run(b, _version=ver):
         _, joined = key_list(b)
         offs = np.zeros(len(b) + 1, np.int64)
         np.cumsum(np.fromiter(map(len, b), np.int64, len(b)), out=offs[1:])

@@ -63,7 +63,8 @@ def _per_key(fn, keys) -> float:
 
 def measure(db, keys) -> dict[str, float]:
     db.get(keys[0])
-    d = db._state[2].probe()[0]
+    ver = db._state[2]  # held while ``d`` is used: the array points into the version's tables
+    d = ver.probe()[0]
     real, noop = LK.newest, direct(_nothing, (d, keys[0]))
     data, offs = pack_bytes(keys)
     outs = [np.empty(len(keys), np.int64) for _ in range(4)]

@@ -72,7 +72,9 @@ class Version:
         (:func:`probe._get_kernels.lookup` takes the array; a value is a slice of its slot's
         bytes); built on the version's first read (no filter is read then: each table's filter is
         read by its first lookup, see :mod:`.probe.directory`), then kept.
-        ``self.directory`` answers what the kernel hands over."""
+        ``self.directory`` answers what the kernel hands over. The array holds the addresses of
+        the tables' mapped files and filters (:mod:`.probe.layout`): pass it to a kernel only
+        while holding this version (a dropped version may unmap its tables)."""
         p = self._probe
         if p is not None:
             return p

@@ -376,7 +376,7 @@ class Directory:
 
     def _partition(self, s, t, i: int):
         """Partition ``i`` of slot ``s``'s table, read on first use (``None``: damaged); a
-        partition the kernel can check is copied into the directory for the next lookups."""
+        partition the kernel can check is recorded in the directory (in place) for the next lookups."""
         f = t.partition_filter(i)
         d = self.array
         b = L.SLOTS + L.STRIDE * s

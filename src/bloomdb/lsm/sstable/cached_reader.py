@@ -17,8 +17,8 @@ directory never copies its bits and asks it in Python; it fetches the real filte
 cache, reading the filter block again (charged to the cache) when it was evicted. An unreadable
 filter answers "may contain" (the table is then read: never a false "missing"). A *pinned*
 table (L0 with ``pin_top_level_filters``) keeps its filter and index pinned in the cache and
-hands the directory the real filter, which the probe kernel checks itself (charged twice: the
-filter and its copy in the directory).
+hands the directory the real filter, which the probe kernel checks itself (charged twice, which
+is now conservative: the directory points at the filter in place instead of copying it).
 
 Scans and compactions (:meth:`CachedTable.decode_arrays` over several blocks) read their blocks
 with one ``pread`` and do not fill the cache (RocksDB's ``fill_cache=false``); one block (an
@@ -108,7 +108,7 @@ class CachedTable(Table):
         tail = self._files.pread(path, max(0, size - FOOTER_SIZE), FOOTER_SIZE)
         h = self._handles = decode_footer(tail, path)
         self._finalizer = weakref.finalize(self, _dropped, cache, number, path)
-        # pinned: its filter (twice: with its copy in the probe directory) and its parsed index
+        # pinned: its filter (charged twice: conservative since the probe directory stopped copying it) and its parsed index
         self.pinned = pin and cache.may_pin(number, 2 * (h.filter_size + h.index_size + 2 * ENTRY_OVERHEAD))
         self.meta = decode_meta(self._read_block(h.meta_off, h.meta_size, "meta"), path)
         self.min_key = self.meta.min_key
