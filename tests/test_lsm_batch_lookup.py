@@ -59,7 +59,8 @@ def _apply(db, model, snaps, op) -> None:
 
 def _kernels_agree(db, keys: list[bytes]) -> None:
     """lookup_batch and lookup_many: same rows, same counter increments, on this version."""
-    d = db._state[2].probe()[0]
+    ver = db._state[2]  # held while its directory goes to the kernels (it points into its tables)
+    d = ver.probe()[0]
     data = np.frombuffer(b"".join(keys), np.uint8)
     offs = np.zeros(len(keys) + 1, np.int64)
     np.cumsum([len(k) for k in keys], out=offs[1:])

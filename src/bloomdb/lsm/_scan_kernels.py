@@ -165,3 +165,29 @@ def merge_gather(kds, kos, trs, vds, vos, snap, reverse, values):
             vp += ln
             ovo[j + 1] = vp
     return okd, oko, ovd, ovo, m
+
+
+@njit(cache=True, nogil=True)
+def all_visible(kdata, koff, trailers, snap):
+    """True when one ascending run is its own scan output at ``snap``: every entry a value (type
+    1) with sequence ``<= snap`` and no key twice (no older version to drop). Then the merge and
+    the gather have nothing to do (a round with one source: a store of one level). Cost: one
+    trailer test and one key comparison with the previous key per entry."""
+    s = np.uint64(snap)
+    for i in range(trailers.shape[0]):
+        t = trailers[i]
+        if (t & np.uint64(0xFF)) != np.uint64(1) or (t >> np.uint64(8)) > s:
+            return False
+        if i > 0:
+            a = koff[i - 1]
+            b = koff[i]
+            ln = b - a
+            if koff[i + 1] - b == ln:
+                same = True
+                for t2 in range(ln - 1, -1, -1):  # keys in order differ last, mostly
+                    if kdata[a + t2] != kdata[b + t2]:
+                        same = False
+                        break
+                if same:
+                    return False
+    return True

@@ -63,6 +63,19 @@ def _gather_round(takes, snap: int, reverse: bool, values: bool):
     return SK.merge_gather(kds, kos, trs, vds, vos, snap, reverse, values)
 
 
+def _one_run(p, reverse: bool, values: bool):
+    """``(keys, values)`` of a run that is its own output (:func:`._scan_kernels.all_visible`),
+    made straight from its packed arrays, in scan order."""
+    n = len(p[2])
+    keys = _bytes_list(p[0], p[1], n)
+    vals = _bytes_list(p[3], p[4], n) if values else None
+    if reverse:
+        keys.reverse()
+        if vals is not None:
+            vals.reverse()
+    return keys, vals
+
+
 def _key_at(p, i: int) -> np.ndarray:
     return p[0][p[1][i] : p[1][i + 1]]
 
@@ -194,6 +207,9 @@ def visible_rounds(sources, start, end, reverse: bool, snap: int, values: bool =
                 s.cur = _EMPTY
         takes = [p for p in takes if len(p[2])]
         if not takes:
+            continue
+        if hide is None and len(takes) == 1 and SK.all_visible(takes[0][0], takes[0][1], takes[0][2], snap):
+            yield _one_run(takes[0], reverse, values)  # nothing to merge or drop: no copy
             continue
         if hide is None and len(takes) <= MAX_GATHER_RUNS:
             kd, ko, vd, vo, m = _gather_round(takes, snap, reverse, values)
