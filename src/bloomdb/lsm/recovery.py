@@ -107,7 +107,10 @@ def _single_puts(data, mem: MemTable, last: int) -> tuple[int, int]:
     out = np.empty((len(data) // (_RK.HEAD + _RK.PUT1 + 4) + 1, 5), np.int64)
     n, end = _RK.single_puts(arr, 0, out)
     add = mem.add
-    for seq, k, kl, v, vl in out[:n].tolist():
+    # by column: five lists of ints (untracked by the garbage collector), not a list per record
+    # -- 10K+ short-lived tracked lists made the collector run full passes over the whole
+    # process's objects (~0.2 s each in a process holding large lists) inside the open
+    for seq, k, kl, v, vl in zip(*out[:n].T.tolist()):
         add(seq, data[k : k + kl], data[v : v + vl], True)
         last = seq
     return end, last
