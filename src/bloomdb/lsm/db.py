@@ -33,6 +33,7 @@ from . import checkpoint, logrun, opening, properties, rangedel, wal
 from .background import Background, TaskContext
 from .batch import WriteBatch, key_bytes as _key
 from .compaction import executor
+from .dictlike import DictForms
 from .iterator import Iterator, IteratorClosed, half_open
 from .prefixed import PrefixedDB
 from .raw_iterator import RawIterator
@@ -98,9 +99,11 @@ class Snapshot:
         self.close()
 
 
-class DB(WritePath):
+class DB(WritePath, DictForms):
     """An LSM key-value store in a folder. Keys and values are bytes (str keys become UTF-8);
-    keys are ordered bytewise. Open with :meth:`DB.open`; use as a context manager."""
+    keys are ordered bytewise. Open with :meth:`DB.open` (or ``DB(path, options)``); use as a
+    context manager. plyvel's methods and rocksdict's mapping forms (``db[key]``, ``keys()``,
+    ...: :mod:`.dictlike`) work too."""
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
@@ -119,11 +122,16 @@ class DB(WritePath):
         ``read_only=True``: no lock, nothing written, the store as of the open, beside a writer
         (:mod:`.readonly`); writes raise :class:`StoreReadOnly`.
         """
+        return cls(path, options, read_only)
+
+    def __init__(self, path: str | os.PathLike, options: Options | None = None, read_only: bool = False):
+        """``DB(path, options, read_only)`` is :meth:`open` (rocksdict's ``Rdict(path)`` form)."""
         if not isinstance(read_only, bool):
             raise InvalidArgument(f"read_only must be True or False, got {read_only!r}")
-        return cls(os.fspath(path), (options or Options()).validated(), read_only)
-
-    def __init__(self, path: str, options: Options, read_only: bool = False):
+        if options is not None and not isinstance(options, Options):
+            raise InvalidArgument(f"options must be a bloomdb.lsm.Options, got {type(options).__name__}")
+        path = os.fspath(path)
+        options = (options or Options()).validated()
         self.path = path
         self.read_only = read_only
         self.options = options
