@@ -25,7 +25,7 @@ import numpy as np
 from ..checksum import HW_RANGES
 from ..errors import BloomDBError, InvalidArgument
 from . import _replay_kernels as _RK, identity, wal
-from .memtable import MemTable
+from .memtable import ENTRY_OVERHEAD, MemTable
 
 
 def check_folder(fs, path: str, options) -> str:
@@ -106,14 +106,32 @@ def _single_puts(data, mem: MemTable, last: int) -> tuple[int, int]:
     arr = np.frombuffer(data, np.uint8)
     out = np.empty((len(data) // (_RK.HEAD + _RK.PUT1 + 4) + 1, 5), np.int64)
     n, end = _RK.single_puts(arr, 0, out)
-    add = mem.add
+    if n == 0:
+        return end, last
     # by column: five lists of ints (untracked by the garbage collector), not a list per record
     # -- 10K+ short-lived tracked lists made the collector run full passes over the whole
     # process's objects (~0.2 s each in a process holding large lists) inside the open
-    for seq, k, kl, v, vl in zip(*out[:n].T.tolist()):
-        add(seq, data[k : k + kl], data[v : v + vl], True)
-        last = seq
-    return end, last
+    seqs, ko, kl, vo, vl = out[:n].T.tolist()
+    keys = [data[a : a + b] for a, b in zip(ko, kl)]
+    vals = [data[a : a + b] for a, b in zip(vo, vl)]
+    _add_puts(mem, seqs, keys, vals)
+    return end, seqs[-1]
+
+
+def _add_puts(mem: MemTable, seqs: list[int], keys: list[bytes], vals: list[bytes]) -> None:
+    """``mem.add(seqs[i], keys[i], vals[i], True)`` for each ``i`` in order (puts, ascending
+    sequences): one ``dict.update`` when no key repeats and none is in ``mem`` yet (what a log
+    of distinct keys holds: nothing goes to ``history``), else record by record. Cost: ~0.2 us
+    a record instead of ~0.3 (thread CPU, the ~12.7K records a 5M-key db-bench store's open
+    replays: 3.8 -> 2.6 ms)."""
+    latest = mem.latest
+    if len(set(keys)) != len(keys) or not latest.keys().isdisjoint(keys):
+        add = mem.add
+        for q, k, v in zip(seqs, keys, vals):
+            add(q, k, v, True)
+        return
+    latest.update(zip(keys, zip(seqs, vals)))
+    mem.bytes += sum(map(len, keys)) + sum(map(len, vals)) + ENTRY_OVERHEAD * len(keys)
 
 
 #: A replayed log holding more than ``memtable_bytes // RESUME_SHARE`` of writes is not appended
