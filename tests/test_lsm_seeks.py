@@ -87,19 +87,30 @@ def test_a_single_table_is_never_charged(tmp_path):
         assert db.stats()["tables_per_level"][0] == 1
 
 
+def _one_seek_store(tmp_path, monkeypatch):
+    """``(model, path)`` of a 2-table L0 store whose tables' seek budgets are one charge each."""
+    monkeypatch.setattr(seeks, "MIN_SEEKS", 1)
+    monkeypatch.setattr(seeks, "BYTES_PER_SEEK", 1 << 40)
+    p = str(tmp_path / "db")
+    return _l0_store(p, tables=2), p
+
+
+def _read_filters(db) -> None:
+    """Every table's filter read without a lookup (a table's first read hands over to Python and
+    charges nothing), so the next lookups charge at once."""
+    ver = db._state[2]
+    ver.probe()
+    for s in range(len(ver.slots)):
+        ver.directory.check(s, b"k")
+
+
 @pytest.mark.parametrize("present", [True, False])
 def test_the_read_that_spends_a_budget_still_answers(tmp_path, monkeypatch, present):
     """The lookup that brings a budget to zero returns its status flagged; the answer (a value
     found in the older table, or missing) is the same as without the flag."""
-    monkeypatch.setattr(seeks, "MIN_SEEKS", 1)
-    monkeypatch.setattr(seeks, "BYTES_PER_SEEK", 1 << 40)
-    p = str(tmp_path / "db")
-    model = _l0_store(p, tables=2)
+    model, p = _one_seek_store(tmp_path, monkeypatch)
     with DB.open(p, Options(fs=RealFS(fsync=False))) as db:
-        ver = db._state[2]
-        ver.probe()
-        for s in range(len(ver.slots)):  # the filters read without a lookup (a first read hands over: no charge)
-            ver.directory.check(s, b"k")
+        _read_filters(db)
         k = b"k%08d" % 4 if present else b"k%08d." % 4  # key 4: in the older table only
         assert db.get(k) == model.get(k)
         db.wait_for_compactions()
@@ -155,3 +166,40 @@ def test_a_spent_budget_is_reported_again_every_64_charges(tmp_path):
             assert st & ~G.SEEK == G.MISSING
         assert [i for i, f in enumerate(flags) if f] == [0, 64, 128, 192]
         assert ver.slots[1].table.seek_budget[0] == seeks.allowed_seeks(ver.slots[1].table.file_size)
+
+
+def test_a_read_that_spends_a_budget_never_waits_for_the_store_lock(tmp_path, monkeypatch):
+    """The hand-over of a spent table to the compaction side does not block a get while another
+    thread holds the store's lock (a writer waiting for room, an install): the report is dropped
+    and made again by a later read (every 64 charges), which schedules the compaction."""
+    import threading
+
+    model, p = _one_seek_store(tmp_path, monkeypatch)
+    with DB.open(p, Options(fs=RealFS(fsync=False))) as db:
+        _read_filters(db)
+        held, release = threading.Event(), threading.Event()
+
+        def hold():
+            with db._lock:
+                held.set()
+                release.wait(30)
+
+        t = threading.Thread(target=hold)
+        t.start()
+        try:
+            held.wait(10)
+            answers = []
+            reader = threading.Thread(target=lambda: answers.extend(db.get(b"k%08d." % i) for i in range(40)))
+            reader.start()
+            reader.join(10)
+            assert not reader.is_alive(), "a get blocked on the store's lock"
+            assert answers == [None] * 40
+            assert db._bg.seek_due is None  # dropped while the lock was held
+        finally:
+            release.set()
+            t.join()
+        for i in range(200):  # later reports reach the compaction side
+            assert db.get(b"k%08d." % (i % 40)) is None
+        db.wait_for_compactions()
+        assert db.stats()["tables_per_level"][0] == 0
+        assert dict(db.scan()) == model

@@ -127,12 +127,21 @@ class Background:
     def seek_exhausted(self, ref) -> None:
         """A read used up table ``ref``'s seek budget (:mod:`.probe.seeks`): compact it next when
         no size compaction is due (one such table at a time, as LevelDB's ``file_to_compact_``).
-        Inline stores run it with the next write's compactions."""
+        Inline stores run it with the next write's compactions.
+
+        A read never waits for the store's lock here: when another thread holds it (a writer
+        waiting for room, an install, a close), the report is dropped; the kernel reports a spent
+        table again every 64 charges (:mod:`.probe.seeks`), so a table passed over now is
+        scheduled by a later read."""
         db = self.db
-        with db._lock:
+        if not db._lock.acquire(blocking=False):
+            return
+        try:
             if self.seek_due is None and not db._closing:
                 self.seek_due = (ref.level, ref.number)
                 db._cond.notify_all()
+        finally:
+            db._lock.release()
 
     def _flush_loop(self) -> None:
         db = self.db

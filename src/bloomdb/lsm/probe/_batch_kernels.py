@@ -30,33 +30,19 @@ from numba import njit
 from ..._intrinsics import prefetch, u8_view
 from ...filters._blocked_kernels import check_bits, line_word
 from ...hashing._kernels import xxh3_64_bytes
-from ..sstable._block_kernels import _first_not_below, _tail_cmp, _wcmp, key_words
+from ..sstable._block_kernels import _first_not_below, key_words
 from ._get_kernels import MISSING, _lookup
+from ._probe_kernels import _in_range
 from .layout import (
     C_CHECKS, C_LOOKUPS, C_USEFUL, F_BLOCKED, F_MAPPED, FILTER, LEVEL_COUNT, LEVEL_FIRST, N_L0, NUM_LEVELS, R_FAM,
-    R_LEN, R_OFF, R_P0, S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, SLOTS,
-    STRIDE,
+    R_OFF, R_P0, S_KIND, S_MAX_W, S_REC, SLOTS, STRIDE,
 )
 
 CHUNK = 256  #: keys whose filter lines are in flight together (256 keys x ~2 lines: 32 KB)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _in_range(meta, u64, bounds, base, key, kstart, klen, k0, k1):
-    """True when the slot at word ``base`` has ``min key <= key <= max key``."""
-    r = -_wcmp(u64[base + S_MIN_W], u64[base + S_MIN_W + 1], k0, k1)
-    if r == -2:
-        r = _tail_cmp(key, kstart, klen, bounds, meta[base + S_MIN_OFF], meta[base + S_MIN_LEN])
-    if r < 0:
-        return False
-    r = -_wcmp(u64[base + S_MAX_W], u64[base + S_MAX_W + 1], k0, k1)
-    if r == -2:
-        r = _tail_cmp(key, kstart, klen, bounds, meta[base + S_MAX_OFF], meta[base + S_MAX_LEN])
-    return r <= 0
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _pair(meta, u64, w32, base, h, pairs_w, pairs_g, pairs_k, p):
+def _pair(meta, u64, base, h, pairs_w, pairs_g, pairs_k, p):
     """Record the filter line of hash ``h`` in the slot at ``base`` as pair ``p`` (the line's
     address: the directory's records point at each filter in place, :data:`.layout.F_MAPPED`)
     and prefetch it; False when the slot holds no loaded ``blocked`` filter (the key needs the
@@ -73,7 +59,7 @@ def _pair(meta, u64, w32, base, h, pairs_w, pairs_g, pairs_k, p):
 
 
 @njit(cache=True, nogil=True)
-def _stage(meta, u64, w32, bounds, data, offsets, i, h, pairs_w, pairs_g, pairs_k, p):
+def _stage(meta, u64, bounds, data, offsets, i, h, pairs_w, pairs_g, pairs_k, p):
     """Pass 1 for key ``i``: its candidate tables' filter lines as pairs from ``p`` on (prefetched).
     Returns the next free pair, or -1 when the key needs the full lookup."""
     a = offsets[i]
@@ -82,7 +68,7 @@ def _stage(meta, u64, w32, bounds, data, offsets, i, h, pairs_w, pairs_g, pairs_
     for s in range(meta[N_L0]):
         base = SLOTS + s * STRIDE
         if _in_range(meta, u64, bounds, base, data, a, n, k0, k1):
-            if not _pair(meta, u64, w32, base, h, pairs_w, pairs_g, pairs_k, p):
+            if not _pair(meta, u64, base, h, pairs_w, pairs_g, pairs_k, p):
                 return -1
             p += 1
     for j in range(meta[NUM_LEVELS]):
@@ -95,7 +81,7 @@ def _stage(meta, u64, w32, bounds, data, offsets, i, h, pairs_w, pairs_g, pairs_
             continue
         base = SLOTS + (s0 + cand) * STRIDE
         if _in_range(meta, u64, bounds, base, data, a, n, k0, k1):
-            if not _pair(meta, u64, w32, base, h, pairs_w, pairs_g, pairs_k, p):
+            if not _pair(meta, u64, base, h, pairs_w, pairs_g, pairs_k, p):
                 return -1
             p += 1
     return p
@@ -129,7 +115,7 @@ def lookup_batch(directory, data, offsets, snap, out):
             h = xxh3_64_bytes(data, a, offsets[i + 1] - a)
             hashes[i - c0] = h
             first[i - c0] = p
-            q = _stage(meta, u64, w32, bounds, data, offsets, i, h, pairs_w, pairs_g, pairs_k, p)
+            q = _stage(meta, u64, bounds, data, offsets, i, h, pairs_w, pairs_g, pairs_k, p)
             if q < 0:
                 first[i - c0] = -1 - p  # full lookup; its pairs are dropped
             else:

@@ -119,6 +119,20 @@ def _charge(meta, slot):
 
 
 @njit(cache=True, nogil=True)
+def _in_range(meta, u64, bounds, base, key, kstart, klen, k0, k1):
+    """True when the slot at word ``base`` has ``min key <= key <= max key``."""
+    r = -_wcmp(u64[base + S_MIN_W], u64[base + S_MIN_W + 1], k0, k1)
+    if r == -2:
+        r = _tail_cmp(key, kstart, klen, bounds, meta[base + S_MIN_OFF], meta[base + S_MIN_LEN])
+    if r < 0:
+        return False
+    r = -_wcmp(u64[base + S_MAX_W], u64[base + S_MAX_W + 1], k0, k1)
+    if r == -2:
+        r = _tail_cmp(key, kstart, klen, bounds, meta[base + S_MAX_OFF], meta[base + S_MAX_LEN])
+    return r <= 0
+
+
+@njit(cache=True, nogil=True)
 def _probe(meta, u64, w32, u16, bounds, h, key, kstart, klen, start, first):
     """The probe loop; the bound searches share :func:`_first_not_below` (measured: no slower
     than inline at 1M keys).
@@ -162,17 +176,7 @@ def _probe(meta, u64, w32, u16, bounds, h, key, kstart, klen, start, first):
             if cand < start or cand >= s0 + c:
                 continue
         base = SLOTS + cand * STRIDE
-        # key >= min key ?
-        r = -_wcmp(u64[base + S_MIN_W], u64[base + S_MIN_W + 1], k0, k1)
-        if r == -2:
-            r = _tail_cmp(key, kstart, klen, bounds, meta[base + S_MIN_OFF], meta[base + S_MIN_LEN])
-        if r < 0:
-            continue
-        # key <= max key ?
-        r = -_wcmp(u64[base + S_MAX_W], u64[base + S_MAX_W + 1], k0, k1)
-        if r == -2:
-            r = _tail_cmp(key, kstart, klen, bounds, meta[base + S_MAX_OFF], meta[base + S_MAX_LEN])
-        if r > 0:
+        if not _in_range(meta, u64, bounds, base, key, kstart, klen, k0, k1):
             continue
         if first != -2:
             if first == -1:

@@ -107,15 +107,11 @@ def _put_record(d, r: int, rec, off: int) -> None:
 def _put_mapped(d, r: int, rec) -> None:
     """Write filter record ``rec`` at word ``r`` of ``d`` with its array referenced by address
     (:data:`.layout.F_MAPPED`: the filter's own array, not copied; the caller keeps the array
-    alive while ``d`` may be probed). The family word last, so a kernel that sees it reads a
-    whole record."""
-    code, arr, scalars = rec
-    u64 = d.view(np.uint64)
-    d[r + L.R_OFF] = arr.ctypes.data
-    d[r + L.R_LEN] = arr.shape[0]
-    for i, x in enumerate(scalars):
-        u64[r + L.R_P0 + i] = x
-    d[r + L.R_FAM] = code + L.F_MAPPED
+    alive while ``d`` may be probed): :func:`_words_of` ``rec``, the family word last, so a kernel
+    that sees it reads a whole record."""
+    words = _words_of(rec)
+    d[r + 1 : r + L.RSTRIDE] = words[1:]  # the record's first word is its family (L.R_FAM == 0)
+    d[r + L.R_FAM] = words[L.R_FAM]
 
 
 #: the slot words of a table's read state and seek budget, in this order (see :func:`_table_words`)
@@ -143,27 +139,30 @@ def _table_words(t, pin, budget):
     return w
 
 
-def _signed(x: int) -> int:
-    return x - (1 << 64) if x >= 1 << 63 else x
+def _words_of(rec) -> list[int]:
+    """The :data:`.layout.RSTRIDE` directory words (int64) of filter record ``rec = (family
+    code, array, scalars)``: the family word with :data:`.layout.F_MAPPED`, the array's address
+    and length, the scalars (uint64 values stored as their int64 bit pattern)."""
+    code, arr, scalars = rec
+    words = [0] * L.RSTRIDE
+    words[L.R_FAM] = code + L.F_MAPPED
+    words[L.R_OFF] = arr.ctypes.data
+    words[L.R_LEN] = arr.shape[0]
+    for i, x in enumerate(scalars):
+        words[L.R_P0 + i] = x - (1 << 64) if x >= 1 << 63 else x
+    return words
 
 
 def _record_words(t, rec):
-    """``(the RSTRIDE words of filter record rec, its array)`` (:func:`_put_mapped`'s words),
-    kept on table ``t`` with the filter they were made from (a table's filter never changes)."""
+    """``(`` :func:`_words_of` ``rec, its array)``, kept on table ``t`` with the filter they
+    were made from (a table's filter never changes)."""
     try:
         d = vars(t)
     except TypeError:
         d = {}
     w = d.get("probe_record_words")
     if w is None or w[1] is not rec[1]:
-        code, arr, scalars = rec
-        words = [0] * L.RSTRIDE
-        words[L.R_FAM] = code + L.F_MAPPED
-        words[L.R_OFF] = arr.ctypes.data
-        words[L.R_LEN] = arr.shape[0]
-        for i, x in enumerate(scalars):
-            words[L.R_P0 + i] = _signed(x)
-        w = d["probe_record_words"] = (words, arr)
+        w = d["probe_record_words"] = (_words_of(rec), rec[1])
     return w
 
 
@@ -221,7 +220,6 @@ class Directory:
         bnd = b"".join(bounds)
         m = L.SLOTS + L.STRIDE * nslots + L.PSTRIDE * nparts
         d = np.zeros(m + (len(bnd) + 7) // 8 + 1, np.int64)
-        u64 = d.view(np.uint64)
         byte_base = 8 * m
         d.view(np.uint8)[byte_base : byte_base + len(bnd)] = np.frombuffer(bnd, np.uint8)
         d[L.N_L0] = len(self.levels[0])
