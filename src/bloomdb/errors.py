@@ -82,6 +82,11 @@ class StoreClosed(BloomDBError, RuntimeError):
     plyvel raises for a closed database)."""
 
 
+class IteratorInvalidError(BloomDBError):
+    """A raw iterator (``db.raw_iterator()``) was read or stepped while it is not on an entry:
+    before its first seek, or after stepping off either end (plyvel's ``IteratorInvalidError``)."""
+
+
 class StoreReadOnly(BloomDBError):
     """A write (or a flush, compaction, checkpoint) on a store opened with ``read_only=True``."""
 

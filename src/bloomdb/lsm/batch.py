@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..checksum import crc32c
-from ..errors import KeyTypeError
+from ..errors import InvalidArgument, KeyTypeError
 from . import rangedel, wal
 from ._wal_kernels import put_batch_record
 from .memtable import ENTRY_OVERHEAD
@@ -105,6 +105,20 @@ class WriteBatch:
             self.ops.append((start, wal.RangeEnd(end)))
             self._puts_only = False
         return self
+
+    def append(self, source: "WriteBatch") -> "WriteBatch":
+        """Add the operations of batch ``source`` after this batch's, in order (plyvel's
+        ``WriteBatch.append``); ``source`` is unchanged."""
+        if not isinstance(source, WriteBatch):
+            raise InvalidArgument(f"append() takes a WriteBatch, not {type(source).__name__}")
+        self.ops.extend(source.ops)
+        self._puts_only = self._puts_only and source._puts_only
+        return self
+
+    def approximate_size(self) -> int:
+        """Bytes of the log record this batch writes (plyvel's ``approximate_size``: LevelDB's
+        encoded batch). Cost: the record is encoded (O(bytes in the batch))."""
+        return len(wal.encode_batch(0, self.ops))
 
     def clear(self) -> None:
         self.ops.clear()

@@ -34,7 +34,10 @@ from . import checkpoint, logrun, opening, properties, rangedel, wal
 from .background import Background, TaskContext
 from .batch import WriteBatch, key_bytes as _key
 from .compaction import executor
+from .dictlike import DictForms
 from .iterator import Iterator, IteratorClosed, half_open
+from .prefixed import PrefixedDB
+from .raw_iterator import RawIterator
 from .keylist import key_list, memtables_disjoint
 from .fs import RealFS
 from .memtable import ABSENT as _ABSENT_HERE, MemTable
@@ -53,8 +56,11 @@ from .rangedel import MAX_SEQ  # noqa: E402  (re-exported)
 
 
 class Snapshot:
-    """A consistent read view (``seq``): pass it to ``get``/``multi_get``/``scan``. Release with
-    :meth:`close` (or a ``with`` block; garbage collection releases it too)."""
+    """A consistent read view (``seq``): pass it to ``get``/``multi_get``/``iterator``/``scan``.
+    Release with :meth:`close` or :meth:`release` (plyvel's names; or a ``with`` block; garbage
+    collection releases it too). A released snapshot no longer holds the versions it saw, so
+    every read through it raises :class:`StoreClosed` (a ``RuntimeError``, as plyvel's) instead
+    of answering from newer data."""
 
     def __init__(self, db: "DB", seq: int):
         self.seq = seq
@@ -64,6 +70,17 @@ class Snapshot:
     def close(self) -> None:
         self._finalizer()
 
+    release = close
+
+    def seq_for(self, db: "DB") -> int:
+        """This snapshot's sequence number for a read of ``db``: raises :class:`StoreClosed` once
+        released, :class:`InvalidArgument` for a snapshot of another store."""
+        if not self._finalizer.alive:
+            raise StoreClosed("the snapshot was released: its versions may be gone")
+        if db is not self._db:
+            raise InvalidArgument(f"a snapshot of {self._db.path!r} passed to a read of {db.path!r}")
+        return self.seq
+
     def get(self, key, default=None):
         """``db.get(key, default)`` as of this snapshot (plyvel's ``Snapshot.get``)."""
         return self._db.get(key, default, snapshot=self)
@@ -72,6 +89,10 @@ class Snapshot:
         """``db.iterator(..., snapshot=self)`` (plyvel's ``Snapshot.iterator``)."""
         return self._db.iterator(snapshot=self, **kwargs)
 
+    def raw_iterator(self) -> RawIterator:
+        """``db.raw_iterator(snapshot=self)`` (plyvel's ``Snapshot.raw_iterator``)."""
+        return self._db.raw_iterator(snapshot=self)
+
     def __enter__(self) -> "Snapshot":
         return self
 
@@ -79,9 +100,11 @@ class Snapshot:
         self.close()
 
 
-class DB(WritePath):
+class DB(WritePath, DictForms):
     """An LSM key-value store in a folder. Keys and values are bytes (str keys become UTF-8);
-    keys are ordered bytewise. Open with :meth:`DB.open`; use as a context manager."""
+    keys are ordered bytewise. Open with :meth:`DB.open` (or ``DB(path, options)``); use as a
+    context manager. plyvel's methods and rocksdict's mapping forms (``db[key]``, ``keys()``,
+    ...: :mod:`.dictlike`) work too."""
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
@@ -100,11 +123,16 @@ class DB(WritePath):
         ``read_only=True``: no lock, nothing written, the store as of the open, beside a writer
         (:mod:`.readonly`); writes raise :class:`StoreReadOnly`.
         """
+        return cls(path, options, read_only)
+
+    def __init__(self, path: str | os.PathLike, options: Options | None = None, read_only: bool = False):
+        """``DB(path, options, read_only)`` is :meth:`open` (rocksdict's ``Rdict(path)`` form)."""
         if not isinstance(read_only, bool):
             raise InvalidArgument(f"read_only must be True or False, got {read_only!r}")
-        return cls(os.fspath(path), (options or Options()).validated(), read_only)
-
-    def __init__(self, path: str, options: Options, read_only: bool = False):
+        if options is not None and not isinstance(options, Options):
+            raise InvalidArgument(f"options must be a bloomdb.lsm.Options, got {type(options).__name__}")
+        path = os.fspath(path)
+        options = (options or Options()).validated()
         self.path = path
         self.read_only = read_only
         self.options = options
@@ -307,6 +335,8 @@ class DB(WritePath):
         """
         if type(key) is not bytes:
             key = _key(key)
+        if snapshot is not None:
+            snapshot.seq_for(self)  # released, or another store's: raises
         mem, imm, ver = state = self._state
         if mem.rdels or ver.range_dels or (imm is not None and imm.rdels):
             if c := rangedel.covered(self, state, snapshot, (key,)):
@@ -347,7 +377,7 @@ class DB(WritePath):
         keys, joined = key_list(keys)
         n = len(keys)
         mem, imm, ver = state = self._state
-        snap = MAX_SEQ if snapshot is None else snapshot.seq
+        snap = MAX_SEQ if snapshot is None else snapshot.seq_for(self)
         if memtables_disjoint(mem, imm, keys):  # the common case of a big batch: one C pass, no list
             out = [default] * n
             if n:
@@ -395,13 +425,23 @@ class DB(WritePath):
         with self._lock:
             if self._closed:
                 raise IteratorClosed(f"{self.path}: the store is closed")
-            snap = self._seq if snapshot is None else snapshot.seq
+            snap = self._seq if snapshot is None else snapshot.seq_for(self)
             px = self.options.prefix_extractor
             q = None if prefix is None or px is None else px.for_prefix(lo)
             view = rangedel.view(self._state, lo, hi, snap, None if q is None else (px.name, q, self._stats, lo, hi))
         it = Iterator(view, lo, hi, reverse, include_key, include_value)
         self._iterators.add(it)
         return it
+
+    def raw_iterator(self, snapshot: Snapshot | None = None) -> RawIterator:
+        """plyvel's ``db.raw_iterator()``: a cursor on one entry at a time over the whole store
+        (as of ``snapshot`` or of now), invalid until a seek (:mod:`.raw_iterator`)."""
+        return RawIterator(self.iterator(snapshot=snapshot))
+
+    def prefixed_db(self, prefix) -> PrefixedDB:
+        """plyvel's ``db.prefixed_db(prefix)``: a view of the keys under ``prefix``, named without
+        it (:mod:`.prefixed`)."""
+        return PrefixedDB(self, prefix)
 
     def scan(self, start=None, end=None, reverse: bool = False, snapshot: Snapshot | None = None) -> Iterator:
         """``(key, value)`` pairs with ``start <= key < end`` in key order (descending with
@@ -460,6 +500,20 @@ class DB(WritePath):
     def approximate_size(self, start=None, end=None) -> int:
         """Bytes of table files holding keys in ``[start, end)`` (plyvel's; no memtable data)."""
         return properties.approximate_size(self, *(None if k is None else _key(k) for k in (start, end)))
+
+    def approximate_sizes(self, *ranges) -> list[int]:
+        """plyvel's: :meth:`approximate_size` of each ``(start, end)`` range."""
+        return [self.approximate_size(start, end) for start, end in ranges]
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (plyvel's ``db.closed``)."""
+        return self._closed
+
+    @property
+    def name(self) -> str:
+        """The store's folder (plyvel's ``db.name``)."""
+        return self.path
 
     def stats(self) -> dict:
         """Counters and shape: filter checks / useful (rejections) / positives / true positives,

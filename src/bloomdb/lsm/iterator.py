@@ -327,6 +327,11 @@ class Iterator:
         return itertools.repeat(None, len(keys))
 
     # -- closing ------------------------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        """Whether the iterator (or its store) is closed."""
+        return self._closed
+
     def _check(self) -> None:
         if self._closed:
             raise IteratorClosed("the iterator (or its store) is closed")

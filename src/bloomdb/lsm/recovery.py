@@ -47,7 +47,8 @@ def check_folder(fs, path: str, options) -> str:
 
 class StoreLock:
     """An exclusive ``flock`` on ``path/LOCK`` for the life of an open store (POSIX; elsewhere a
-    no-op). Raises :class:`BloomDBError` when another process holds it."""
+    no-op). Raises :class:`BloomDBError` when another open store holds it (a second open in the
+    same process too: ``flock`` locks belong to each open of the file)."""
 
     def __init__(self, path: str):
         self._file = None
@@ -60,7 +61,8 @@ class StoreLock:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             f.close()
-            raise BloomDBError(f"{path}: the store is open in another process") from None
+            raise BloomDBError(f"{path}: the store is open already (in this or another process): close it "
+                               "there first, or open this one with read_only=True") from None
         self._file = f
 
     def release(self) -> None:
