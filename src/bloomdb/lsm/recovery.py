@@ -163,6 +163,7 @@ def _resume(db, kind: str, logs: list[int], ends: list, mem: MemTable) -> bool:
                                     ends[0])
         except ValueError:
             return False
+        mem.base = db._seq + 1  # the sequences of writes the fast paths will add (:mod:`.memtable`)
         db._mem = mem
         return True
     if db._bg.thread is None:
@@ -170,7 +171,7 @@ def _resume(db, kind: str, logs: list[int], ends: list, mem: MemTable) -> bool:
     new = db._new_file_number()
     db._log = wal.LogWriter(db._fs, os.path.join(db.path, f"{new:06d}.log"), new, db.options.wal_buffer_bytes)
     db._imm = mem
-    db._mem = MemTable(new)
+    db._mem = MemTable(new, db._seq + 1)
     return True
 
 
@@ -192,7 +193,7 @@ def recover(db, kind: str) -> None:
         vs.current = vs.current.apply(set(), [ref])  # made durable by the save below
     log_number = db._new_file_number()
     db._log = wal.LogWriter(fs, os.path.join(db.path, f"{log_number:06d}.log"), log_number, db.options.wal_buffer_bytes)
-    db._mem = MemTable(log_number)
+    db._mem = MemTable(log_number, db._seq + 1)
     db._imm = None
     vs.save(log_number, db._seq)
     for n in logs:
