@@ -209,7 +209,7 @@ def test_the_flush_sorts_a_memtable_like_the_per_entry_reference(seed):
         k = bytes(rng.randrange(256) for _ in range(rng.randrange(0, 24)))
         v = None if rng.random() < 0.25 * (seed % 2) else bytes(rng.randrange(256) for _ in range(rng.randrange(0, 40)))
         m.add(i + 1, k, v, False)
-    ref = sorted((k, s, v) for k, (s, v) in m.latest.items())
+    ref = sorted((k, *m.get(k, None)) for k in m.latest)
     kd, ko, tr, vd, vo, vidx = m.table_arrays(indexed=True)
     got = [(kd[ko[i] : ko[i + 1]].tobytes(), int(tr[i]) >> 8,
             vd[vo[vidx[i]] : vo[vidx[i] + 1]].tobytes() if int(tr[i]) & 0xFF else None) for i in range(len(tr))]

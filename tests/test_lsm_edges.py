@@ -234,3 +234,19 @@ def test_close_releases_every_table_file_without_the_garbage_collector(tmp_path,
             assert _open_fds() == before
     finally:
         gc.enable()
+
+
+def test_a_second_open_of_a_store_in_the_same_process_is_refused_and_says_so(tmp_path):
+    """Two writers of one folder in one process would corrupt it: the second open is refused
+    (``flock`` is per open file), and the message does not send the user to look for another
+    process."""
+    p = str(tmp_path / "s")
+    with DB.open(p) as db:
+        db.put(b"k", b"v")
+        with pytest.raises(BloomDBError, match="this or another process.*read_only=True"):
+            DB.open(p)
+        with DB.open(p, read_only=True) as r:
+            assert r.get(b"k") == b"v"
+        db.put(b"k2", b"v2")  # the refused open changed nothing
+    with DB.open(p) as db:
+        assert db.get(b"k2") == b"v2"

@@ -161,3 +161,38 @@ def test_replay_takes_leading_single_puts_in_one_kernel_call_and_reads_like_read
     if HW_RANGES:  # the kernel took the leading single puts (up to the damage, if any)
         n, end = RK.single_puts(np.frombuffer(data, np.uint8), 0, np.empty((600, 5), np.int64))
         assert (n == 100) if tail == "damaged" else (n >= 300 and end == sum(map(len, recs[:n])))
+
+
+def test_replay_of_a_log_of_distinct_puts_is_one_dict_update_and_reads_like_read_log(tmp_path, monkeypatch):
+    """A log of single puts of distinct keys (what a fill leaves in its last log) is replayed
+    into the memtable without one ``MemTable.add`` call per record (counted); a second log that
+    writes some of the same keys again goes record by record, keeping the older versions in
+    ``history``: both memtables are what ``read_log`` record by record gives."""
+    from bloomdb.checksum import HW_RANGES
+    from bloomdb.lsm import recovery, wal
+    from bloomdb.lsm.fs import RealFS
+    from bloomdb.lsm.memtable import MemTable
+
+    if not HW_RANGES:
+        pytest.skip("the replay kernel runs only with the SSE4.2 CRC32C kernel")
+    first = b"".join(wal.encode_put(1 + i, b"k%05d" % i, b"v%d" % i * (i % 7)) for i in range(2000))
+    again = b"".join(wal.encode_put(2001 + i, b"k%05d" % (3 * i), b"w%d" % i) for i in range(1000))
+    (tmp_path / "000007.log").write_bytes(first)
+    (tmp_path / "000008.log").write_bytes(again)
+    calls = []
+    add = MemTable.add
+    monkeypatch.setattr(MemTable, "add", lambda self, *a: (calls.append(a[0]), add(self, *a))[1])
+    mem, last = recovery.replay(RealFS(fsync=False), str(tmp_path), [7], True, 0, [])
+    assert calls == [] and last == 2000
+    want, want_last, _ = _replay_by_read_log(first)
+    assert (mem.latest, mem.history, mem.bytes) == (want.latest, want.history, want.bytes)
+    assert list(mem.latest) == list(want.latest)  # insertion order: the memtable's key merge relies on it
+    calls.clear()
+    mem, last = recovery.replay(RealFS(fsync=False), str(tmp_path), [7, 8], True, 0, [])
+    assert last == 3000 and len(calls) == 1000  # keys seen before: record by record
+    monkeypatch.setattr(MemTable, "add", add)
+    want = MemTable()
+    for first_seq, ops in list(wal.read_log(first, "x", True, [], [])) + list(wal.read_log(again, "y", True, [], [])):
+        want.apply(first_seq, ops, True)
+    assert (mem.latest, mem.history, mem.bytes) == (want.latest, want.history, want.bytes)
+    assert len(mem.history) == 667

@@ -66,8 +66,10 @@ def test_inlined_memtable_inserts_match_memtable_add(tmp_path, seed):
             ref.apply(first, ops, False)
             last = first + len(ops) - 1
         mem = db._mem
-        assert list(mem.latest.items()) == list(ref.latest.items())  # entries, sequences, key order
+        assert list(mem.latest.items()) == list(ref.latest.items())  # entries, values, key order
         assert mem.bytes == ref.bytes and mem.rdels == ref.rdels and not mem.history
+        for k in ref.latest:  # the fast paths record no sequence: the reported one is a lower bound
+            assert mem.base <= mem.seq_of(k) <= ref.seq_of(k)
         assert db._seq == last
         with db._lock:
             mem._merge_pending()
@@ -75,20 +77,36 @@ def test_inlined_memtable_inserts_match_memtable_add(tmp_path, seed):
         assert list(mem.keys) == list(ref.keys) == sorted(ref.latest)
 
 
-@pytest.mark.parametrize("seed", [4, 5, 6])
-def test_flush_run_read_from_the_log_is_the_memtables(tmp_path, seed):
+@pytest.mark.parametrize("seed, ranges", [(4, True), (5, True), (6, False), (7, False)])
+def test_flush_run_read_from_the_log_is_the_memtables(tmp_path, seed, ranges):
+    """Same keys, values and types; the log's sequences are the true ones, the dict's the
+    reported ones (:mod:`bloomdb.lsm.memtable`): equal for every write the general path made
+    (deletions, batches with deletions, everything after a range tombstone), never above the
+    true one and never below the memtable's ``base`` for the fast paths' writes."""
     rng = random.Random(seed)
     with DB.open(tmp_path / "s", _opts()) as db:
-        for _ in _writes(db, rng, 4000):
-            pass
+        last_general = {}
+        for first, ops in _writes(db, rng, 4000, ranges=ranges):
+            fast = len(ops) > 0 and all(type(v) is bytes for _, v in ops) and not db._mem.rdels
+            for i, (k, _) in enumerate(ops):
+                last_general[k] = None if fast else first + i
         mem, path = db._mem, db._file(f"{db._mem.log_number:06d}.log")
         db._log.flush()
         got = logrun.table_arrays(mem, db._fs, path)
         assert got is not None
         want = mem.table_arrays()
         assert len(got) == len(want) == 5
-        for g, w in zip(got, want):
-            assert g.dtype == w.dtype and np.array_equal(g, w)
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert g.dtype == w.dtype
+            if i != 2:
+                assert np.array_equal(g, w)
+        assert np.array_equal(got[2] & 0xFF, want[2] & 0xFF)
+        true, reported = got[2] >> 8, want[2] >> 8
+        assert np.all(reported <= true) and np.all(reported >= mem.base)
+        keys = [bytes(got[0][got[1][j] : got[1][j + 1]]) for j in range(len(got[1]) - 1)]
+        exact = np.array([last_general.get(k) is not None for k in keys])
+        assert np.array_equal(reported[exact], true[exact])
+        assert exact.any() and (ranges or not exact.all())
 
 
 def test_flush_run_falls_back_to_the_dict_when_the_log_cannot_answer(tmp_path):

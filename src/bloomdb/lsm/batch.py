@@ -4,8 +4,9 @@ atomically, with its WAL record (:func:`record`) and its memtable insert (:func:
 
 Cost of a batch of ``n`` puts (the common case): the record is laid out by one kernel call over
 the packed keys and values (C-speed joins, no Python frame per operation) and the memtable takes
-the batch in a few dict passes; batches holding deletions or range deletions, or applied while a
-snapshot is live, take the per-operation path (:func:`.wal.encode_batch`, ``MemTable.apply``).
+the batch in one ``dict.update`` (no tracked object per operation); batches holding deletions or
+range deletions, or applied while a snapshot is live or to a memtable holding a range tombstone,
+take the per-operation path (:func:`.wal.encode_batch`, ``MemTable.apply``).
 """
 
 from __future__ import annotations
@@ -202,9 +203,9 @@ def record(batch: WriteBatch, first: int):
 def apply(mem, first: int, ops, puts, keep_old: bool) -> None:
     """Insert a batch's operations into memtable ``mem`` at sequences ``first, ...``; ``puts`` is
     :func:`record`'s second answer (the fast path: no snapshot keeps old versions)."""
-    if puts is None or keep_old:
+    if puts is None or keep_old or mem.rdels:  # (a range tombstone: every write's sequence recorded)
         mem.apply(first, ops, keep_old)
         return
     keys, values, size = puts
-    mem.latest.update(zip(keys, zip(range(first, first + len(keys)), values)))
+    mem.latest.update(zip(keys, values))  # no sequence recorded: :mod:`.memtable`
     mem.bytes += size + ENTRY_OVERHEAD * len(keys)

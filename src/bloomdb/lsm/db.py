@@ -25,6 +25,7 @@ import os
 import threading
 import weakref
 from collections import Counter
+from itertools import repeat
 
 import numpy as np
 
@@ -39,7 +40,7 @@ from .prefixed import PrefixedDB
 from .raw_iterator import RawIterator
 from .keylist import key_list, memtables_disjoint
 from .fs import RealFS
-from .memtable import MemTable
+from .memtable import ABSENT as _ABSENT_HERE, MemTable
 from .options import MAX_LEVELS, Options
 from .probe import layout
 from .probe.lookup import Reads
@@ -151,6 +152,7 @@ class DB(WritePath, DictForms):
         self._bg = Background(self, options.background_compaction and not read_only)
         self._cond = self._bg.cond  # its notifies start the background threads when they have not started
         opening.open_store(self, read_only)  # recovery, or a read-only load; errors name the path
+        self._regate()  # the recovered memtable may hold range tombstones
         if not read_only:
             self._reads.on_seek = self._bg.seek_exhausted  # LevelDB's seek compaction (probe/seeks.py)
             self._bg.start()
@@ -257,7 +259,8 @@ class DB(WritePath, DictForms):
             self._fail(e)
             raise opening.as_store_error(self.path, e, opening=False)
         self._imm = self._mem
-        self._mem = MemTable(n)
+        self._mem = MemTable(n, self._seq + 1)
+        self._regate()  # the new memtable holds no range tombstone
         self._state = (self._mem, self._imm, self._version)
         self._cond.notify_all()
 
@@ -339,10 +342,10 @@ class DB(WritePath, DictForms):
             if c := rangedel.covered(self, state, snapshot, (key,)):
                 return default if c[0] is None else c[0]
         if snapshot is None:
-            e = mem.latest.get(key)
-            if e is None and imm is not None:
-                e = imm.latest.get(key)
-            if e is None:  # the common read: one kernel call, no Python frame in between
+            v = mem.latest.get(key, _ABSENT_HERE)  # the value itself (None: a tombstone)
+            if v is _ABSENT_HERE and imm is not None:
+                v = imm.latest.get(key, _ABSENT_HERE)
+            if v is _ABSENT_HERE:  # the common read: one kernel call, no Python frame in between
                 p = ver._probe or ver.probe()
                 r = _lookup.newest(p[0], key)
                 if r is None:  # missing or deleted
@@ -352,14 +355,12 @@ class DB(WritePath, DictForms):
                     return p[1][s][a : a + n]
                 r = self._reads.finish(ver, key, MAX_SEQ, st, s, a)
                 return default if r is MISSING or r is DELETED else r
-            snap = MAX_SEQ
-        else:
-            snap = snapshot.seq
-            e = mem.get(key, snap)
-            if e is None and imm is not None:
-                e = imm.get(key, snap)
-        if e is not None:
-            v = e[1]
+            return default if v is None else v
+        snap = snapshot.seq
+        v = mem.value(key, snap)
+        if v is _ABSENT_HERE and imm is not None:
+            v = imm.value(key, snap)
+        if v is not _ABSENT_HERE:
             return default if v is None else v
         r = self._reads.get(ver, key, snap)
         return default if r is MISSING or r is DELETED else r
@@ -382,17 +383,17 @@ class DB(WritePath, DictForms):
             if n:
                 self._reads.get_many(ver, keys, snap, out, range(n), joined)
         else:
-            if snapshot is None:
-                found = list(map(mem.latest.get, keys))
+            if snapshot is None:  # values (None: a tombstone), or _ABSENT_HERE
+                found = list(map(mem.latest.get, keys, repeat(_ABSENT_HERE, n)))
                 if imm is not None:
                     get = imm.latest.get
-                    found = [e if e is not None else get(k) for k, e in zip(keys, found)]
+                    found = [v if v is not _ABSENT_HERE else get(k, v) for k, v in zip(keys, found)]
             else:
-                found = [mem.get(k, snap) for k in keys]
+                found = [mem.value(k, snap) for k in keys]
                 if imm is not None:
-                    found = [e if e is not None else imm.get(k, snap) for k, e in zip(keys, found)]
-            out = [default if e is None or e[1] is None else e[1] for e in found]
-            todo = [i for i, e in enumerate(found) if e is None]
+                    found = [v if v is not _ABSENT_HERE else imm.value(k, snap) for k, v in zip(keys, found)]
+            out = [default if v is None or v is _ABSENT_HERE else v for v in found]
+            todo = [i for i, v in enumerate(found) if v is _ABSENT_HERE]
             if todo:
                 self._reads.get_many(ver, [keys[i] for i in todo], snap, out, todo)
         for i, v in (rangedel.covered(self, state, snapshot, keys) or {}).items():  # range-deleted keys

@@ -1,21 +1,44 @@
 """The memtable: recent writes in memory, sorted for scans, hashed for point reads.
 
-``latest`` maps a key to its newest ``(seq, value)`` (``value is None`` = tombstone) so a point
-read is one dict lookup; ``keys`` (a ``sortedcontainers.SortedList``) keeps the distinct keys in
-bytewise order for scans -- writers only add to ``latest`` (O(1)); a dict keeps its keys in
-insertion order and a key is never removed from ``latest``, so the keys added since the last scan
-are the dict's keys past ``len(keys)``, merged into ``keys`` in one ``SortedList.update`` by the
-next scan; a flush does not use it (it sorts
-the packed keys in a numba kernel, :meth:`MemTable.table_arrays`); ``history`` keeps superseded
-versions, but only while a snapshot is live (nobody else can see them); ``rdels`` holds the
-range tombstones ``(start, end, seq)`` written to it (:mod:`.rangedel`). Writers hold the store's lock; readers do not lock:
-a dict read is atomic under the GIL, and scans copy their range under the store's lock.
+``latest`` maps a key to its newest value (``None`` = tombstone) so a point read is one dict
+lookup, and a put one dict insert: no container per key (a ``(seq, value)`` tuple per put was a
+*tracked* object, ~1.2 garbage-collector passes per 1000 puts plus the promotions that set off
+full passes, docs/benchmarks.md "LSM fills and the collector"). Sequences are kept only where a
+reader can tell them apart (:meth:`MemTable.seq_of`): ``seqs`` holds the sequence of every
+write made through :meth:`MemTable.add` / :meth:`MemTable.apply` (the general path: deletions,
+writes while a snapshot is live or after the memtable took a range tombstone, recovery's replay);
+the fast paths (``DB.put``, :func:`.batch.apply`) record none, and a key they wrote reports
+``base``, or the sequence of an older recorded write of the key. Such a *reported* sequence is a
+lower bound of the true one, above every sequence of older memtables and tables, and it orders
+the same way against everything a reader compares it with, because the store takes a fast path
+only while no snapshot is live and the memtable holds no range tombstone
+(:meth:`~.writer.WritePath._regate`):
+
+* a live snapshot ``S`` below the true sequence ``t`` was live when the write was made, so the
+  write was recorded (reported == true); else ``S >= t >=`` reported: visible either way;
+* a range tombstone of this memtable older than the write was in the memtable when the write
+  was made, so the write was recorded; else the tombstone is newer than ``t`` and than the
+  reported sequence;
+* versions of one key in ``history`` were pushed by recorded writes, so they increase.
+
+A flush reads the true sequences from the memtable's log (:mod:`.logrun`); when it packs the dict
+instead (:meth:`MemTable.table_arrays`) a table may hold a reported sequence, which is as good
+for every later comparison by the same argument (a snapshot taken later is above both).
+
+``keys`` (a ``sortedcontainers.SortedList``) keeps the distinct keys in bytewise order for
+scans -- writers only add to ``latest`` (O(1)); a dict keeps its keys in insertion order and a key
+is never removed from ``latest``, so the keys added since the last scan are the dict's keys past
+``len(keys)``, merged into ``keys`` in one ``SortedList.update`` by the next scan; a flush does
+not use it (it sorts the packed keys in a numba kernel, :meth:`MemTable.table_arrays`);
+``history`` keeps superseded versions ``(seq, value)``, but only while a snapshot is live (nobody
+else can see them); ``rdels`` holds the range tombstones ``(start, end, seq)`` written to it
+(:mod:`.rangedel`). Writers hold the store's lock; readers do not lock: a dict read is atomic
+under the GIL, and scans copy their range under the store's lock.
 """
 
 from __future__ import annotations
 
-from itertools import islice
-from operator import itemgetter
+from itertools import islice, repeat
 
 import numpy as np
 from sortedcontainers import SortedList
@@ -25,8 +48,7 @@ from .sstable._block_kernels import gather
 from .sstable.builder import pack_bytes
 
 ENTRY_OVERHEAD = 48
-_SEQ = itemgetter(0)
-_VALUE = itemgetter(1)
+ABSENT = object()  #: ``latest.get(key, ABSENT)``: the memtable holds no version of the key (``None`` is a tombstone)
 
 
 def _IS_VALUE(v) -> int:
@@ -34,26 +56,37 @@ def _IS_VALUE(v) -> int:
 
 
 class MemTable:
-    __slots__ = ("latest", "history", "keys", "bytes", "log_number", "rdels")
+    __slots__ = ("latest", "seqs", "base", "history", "keys", "bytes", "log_number", "rdels")
 
-    def __init__(self, log_number: int = 0):
-        self.latest: dict[bytes, tuple[int, bytes | None]] = {}
+    def __init__(self, log_number: int = 0, base: int = 0):
+        """``base``: the first sequence this memtable may hold (the store's last sequence + 1
+        when it is made), reported for a key no recorded write gave a sequence (see the
+        module's docstring); 0 for a memtable filled through :meth:`add` only."""
+        self.latest: dict[bytes, bytes | None] = {}
+        self.seqs: dict[bytes, int] = {}
+        self.base = base
         self.history: dict[bytes, list[tuple[int, bytes | None]]] = {}
         self.keys = SortedList()  # the first len(keys) keys of ``latest``, sorted (see the module's docstring)
         self.bytes = 0
         self.log_number = log_number
         self.rdels: list[tuple[bytes, bytes, int]] = []
 
+    def seq_of(self, key: bytes) -> int:
+        """The reported sequence of ``key``'s newest version (the key is in ``latest``)."""
+        return self.seqs.get(key, self.base)
+
     def add(self, seq: int, key: bytes, value: bytes | None, keep_old: bool) -> None:
-        """Insert a version. ``keep_old``: a snapshot is live, keep the version this one hides.
-        (``DB.put`` and :func:`.batch.apply` inline this without ``keep_old``; a test pins them
-        to it: same ``latest``, ``bytes`` and key order.)"""
+        """Insert a version, its sequence recorded. ``keep_old``: a snapshot is live, keep the
+        version this one hides. (``DB.put`` and :func:`.batch.apply` inline the insert without
+        ``keep_old`` and without the sequence; a test pins them to it: same ``latest``,
+        ``bytes``, key order, and reported sequences never above these.)"""
         latest = self.latest
         if keep_old:
-            old = latest.get(key)
-            if old is not None:
-                self.history.setdefault(key, []).append(old)
-        latest[key] = (seq, value)
+            old = latest.get(key, ABSENT)
+            if old is not ABSENT:
+                self.history.setdefault(key, []).append((self.seqs.get(key, self.base), old))
+        latest[key] = value
+        self.seqs[key] = seq
         self.bytes += len(key) + (len(value) if value is not None else 0) + ENTRY_OVERHEAD
 
     def apply(self, first: int, ops, keep_old: bool) -> None:
@@ -73,14 +106,24 @@ class MemTable:
         self.bytes += len(start) + len(end) + ENTRY_OVERHEAD
 
     def get(self, key: bytes, snap: int | None):
-        """``(seq, value)`` of the newest version visible at ``snap`` (``None``: newest), or None."""
-        e = self.latest.get(key)
-        if e is None or snap is None or e[0] <= snap:
-            return e
+        """``(seq, value)`` of the newest version visible at ``snap`` (``None``: newest), or None
+        (``seq``: the reported one, see the module's docstring)."""
+        v = self.latest.get(key, ABSENT)
+        if v is ABSENT:
+            return None
+        s = self.seqs.get(key, self.base)
+        if snap is None or s <= snap:
+            return s, v
         for old in reversed(self.history.get(key, ())):
             if old[0] <= snap:
                 return old
         return None
+
+    def value(self, key: bytes, snap: int):
+        """The value of ``key``'s newest version visible at ``snap``: bytes, ``None`` (deleted)
+        or :data:`ABSENT` (no version here)."""
+        e = self.get(key, snap)
+        return ABSENT if e is None else e[1]
 
     def _merge_pending(self) -> None:
         """Sort the keys added since the last call into ``keys`` (callers hold the store's lock)."""
@@ -107,9 +150,9 @@ class MemTable:
         iterator's creation may merge ``keys`` of the same immutable memtable under it."""
         latest = self.latest
         history = self.history
+        seq = self.seq_of
         for k in sorted(latest):
-            s, v = latest[k]
-            yield k, s, v
+            yield k, seq(k), latest[k]
             h = history.get(k)
             if h:
                 for s, v in reversed(h):
@@ -141,9 +184,11 @@ class MemTable:
         if n == 0:  # only range tombstones: an empty run (the table gets a stand-in entry)
             return pack_bytes([]) + (np.zeros(0, np.uint64),) + pack_bytes([])
         keys = list(self.latest)
-        ents = list(self.latest.values())
-        seqs = np.fromiter(map(_SEQ, ents), np.uint64, n)
-        vals = list(map(_VALUE, ents))
+        vals = list(self.latest.values())
+        if self.seqs:  # reported sequences (the module's docstring): recorded, else ``base``
+            seqs = np.fromiter(map(self.seqs.get, keys, repeat(self.base, n)), np.uint64, n)
+        else:
+            seqs = np.full(n, self.base, np.uint64)
         if None in vals:  # deletions: type 0, empty value
             live = np.fromiter(map(_IS_VALUE, vals), np.uint8, n)
             vals = [b"" if v is None else v for v in vals]

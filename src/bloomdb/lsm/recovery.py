@@ -25,7 +25,7 @@ import numpy as np
 from ..checksum import HW_RANGES
 from ..errors import BloomDBError, InvalidArgument
 from . import _replay_kernels as _RK, identity, wal
-from .memtable import MemTable
+from .memtable import ENTRY_OVERHEAD, MemTable
 
 
 def check_folder(fs, path: str, options) -> str:
@@ -47,7 +47,8 @@ def check_folder(fs, path: str, options) -> str:
 
 class StoreLock:
     """An exclusive ``flock`` on ``path/LOCK`` for the life of an open store (POSIX; elsewhere a
-    no-op). Raises :class:`BloomDBError` when another process holds it."""
+    no-op). Raises :class:`BloomDBError` when another open store holds it (a second open in the
+    same process too: ``flock`` locks belong to each open of the file)."""
 
     def __init__(self, path: str):
         self._file = None
@@ -60,7 +61,8 @@ class StoreLock:
             fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             f.close()
-            raise BloomDBError(f"{path}: the store is open in another process") from None
+            raise BloomDBError(f"{path}: the store is open already (in this or another process): close it "
+                               "there first, or open this one with read_only=True") from None
         self._file = f
 
     def release(self) -> None:
@@ -106,14 +108,32 @@ def _single_puts(data, mem: MemTable, last: int) -> tuple[int, int]:
     arr = np.frombuffer(data, np.uint8)
     out = np.empty((len(data) // (_RK.HEAD + _RK.PUT1 + 4) + 1, 5), np.int64)
     n, end = _RK.single_puts(arr, 0, out)
-    add = mem.add
+    if n == 0:
+        return end, last
     # by column: five lists of ints (untracked by the garbage collector), not a list per record
     # -- 10K+ short-lived tracked lists made the collector run full passes over the whole
     # process's objects (~0.2 s each in a process holding large lists) inside the open
-    for seq, k, kl, v, vl in zip(*out[:n].T.tolist()):
-        add(seq, data[k : k + kl], data[v : v + vl], True)
-        last = seq
-    return end, last
+    seqs, ko, kl, vo, vl = out[:n].T.tolist()
+    keys = [data[a : a + b] for a, b in zip(ko, kl)]
+    vals = [data[a : a + b] for a, b in zip(vo, vl)]
+    _add_puts(mem, seqs, keys, vals)
+    return end, seqs[-1]
+
+
+def _add_puts(mem: MemTable, seqs: list[int], keys: list[bytes], vals: list[bytes]) -> None:
+    """``mem.add(seqs[i], keys[i], vals[i], True)`` for each ``i`` in order (puts, ascending
+    sequences): one ``dict.update`` when no key repeats and none is in ``mem`` yet (what a log
+    of distinct keys holds: nothing goes to ``history``), else record by record. Cost: ~0.2 us
+    a record instead of ~0.3 (thread CPU, the ~12.7K records a 5M-key db-bench store's open
+    replays: 3.8 -> 2.6 ms)."""
+    latest = mem.latest
+    if len(set(keys)) != len(keys) or not latest.keys().isdisjoint(keys):
+        add = mem.add
+        for q, k, v in zip(seqs, keys, vals):
+            add(q, k, v, True)
+        return
+    latest.update(zip(keys, zip(seqs, vals)))
+    mem.bytes += sum(map(len, keys)) + sum(map(len, vals)) + ENTRY_OVERHEAD * len(keys)
 
 
 #: A replayed log holding more than ``memtable_bytes // RESUME_SHARE`` of writes is not appended
@@ -143,6 +163,7 @@ def _resume(db, kind: str, logs: list[int], ends: list, mem: MemTable) -> bool:
                                     ends[0])
         except ValueError:
             return False
+        mem.base = db._seq + 1  # the sequences of writes the fast paths will add (:mod:`.memtable`)
         db._mem = mem
         return True
     if db._bg.thread is None:
@@ -150,7 +171,7 @@ def _resume(db, kind: str, logs: list[int], ends: list, mem: MemTable) -> bool:
     new = db._new_file_number()
     db._log = wal.LogWriter(db._fs, os.path.join(db.path, f"{new:06d}.log"), new, db.options.wal_buffer_bytes)
     db._imm = mem
-    db._mem = MemTable(new)
+    db._mem = MemTable(new, db._seq + 1)
     return True
 
 
@@ -172,7 +193,7 @@ def recover(db, kind: str) -> None:
         vs.current = vs.current.apply(set(), [ref])  # made durable by the save below
     log_number = db._new_file_number()
     db._log = wal.LogWriter(fs, os.path.join(db.path, f"{log_number:06d}.log"), log_number, db.options.wal_buffer_bytes)
-    db._mem = MemTable(log_number)
+    db._mem = MemTable(log_number, db._seq + 1)
     db._imm = None
     vs.save(log_number, db._seq)
     for n in logs:
