@@ -21,11 +21,11 @@ import pyarrow as pa
 
 from ..errors import CorruptionError, InvalidArgument
 from .encoding import Chunk
-from .table import DEFAULT_CHUNK_ROWS, ColumnarTable, TableWriter, to_arrow_table
+from .table import DEFAULT_CHUNK_ROWS, ColumnarTable, TableWriter, to_arrow_table, without_views, without_views_schema
 from .types import ColumnType
 
 __all__ = ["write", "read", "open", "import_parquet", "is_table", "ColumnarTable", "TableWriter", "Chunk",
-           "ColumnType", "DEFAULT_CHUNK_ROWS"]
+           "ColumnType", "DEFAULT_CHUNK_ROWS", "to_arrow_table", "without_views", "without_views_schema"]
 
 
 def write(path: str | os.PathLike, table: Any, chunk_rows: int = DEFAULT_CHUNK_ROWS,

@@ -48,17 +48,45 @@ def _canonical(manifest: dict) -> bytes:
     return json.dumps(rest, sort_keys=True, separators=(",", ":")).encode()
 
 
+#: Arrow's view layouts (Polars' and DuckDB's newer Arrow output) and the layouts read in their place
+_VIEWS = {pa.string_view(): pa.large_string(), pa.binary_view(): pa.large_binary()}
+
+
+def without_views(t: pa.Table) -> pa.Table:
+    """``t`` with ``string_view`` / ``binary_view`` columns as ``large_string`` / ``large_binary``
+    (same values; pyarrow's take and hash kernels do not take views). Cost: a copy of those columns."""
+    if not any(f.type in _VIEWS for f in t.schema):
+        return t
+    return t.cast(without_views_schema(t.schema))
+
+
+def without_views_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with view types replaced as :func:`without_views` replaces them."""
+    return pa.schema([f.with_type(_VIEWS.get(f.type, f.type)) for f in schema], metadata=schema.metadata)
+
+
 def to_arrow_table(data: Any) -> pa.Table:
-    """A pyarrow Table from a pyarrow Table/RecordBatch, pandas or Polars DataFrame, or dict of arrays."""
+    """A pyarrow Table from a pyarrow Table/RecordBatch, pandas or Polars DataFrame (a Polars
+    LazyFrame is collected; a pandas or Polars Series is a one-column table), or dict of arrays.
+    View-typed columns come back as large strings / binaries (:func:`without_views`)."""
+    return without_views(_arrow_table(data))
+
+
+def _arrow_table(data: Any) -> pa.Table:
     if isinstance(data, pa.Table):
         return data
     if isinstance(data, pa.RecordBatch):
         return pa.Table.from_batches([data])
-    mod = type(data).__module__.split(".")[0]
+    mod, name = type(data).__module__.split(".")[0], type(data).__name__
     if mod == "polars":
-        return data.to_arrow()
+        if name == "LazyFrame":
+            data = data.collect()
+        return (data.to_frame() if name == "Series" else data).to_arrow()
     if mod == "pandas":
-        return pa.Table.from_pandas(data, preserve_index=False)
+        try:
+            return pa.Table.from_pandas(data.to_frame() if name == "Series" else data, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError, TypeError) as exc:
+            raise InvalidArgument(f"cannot make an Arrow table from this pandas {name}: {exc}") from None
     if isinstance(data, dict):
         try:
             return pa.table({k: (v if isinstance(v, (pa.Array, pa.ChunkedArray)) else np.asarray(v)) for k, v in data.items()})

@@ -176,7 +176,7 @@ class ReaderSource(ProbeSource):
         if reader in _CONSUMED:
             raise InvalidArgument("this RecordBatchReader was read by an earlier join (a reader is read once)")
         self.reader, self.rows = reader, chunk_rows
-        self.schema = reader.schema
+        self.schema = columnar.without_views_schema(reader.schema)
         self.num_chunks = 0
         self.label = "record batch reader"
 
@@ -186,7 +186,7 @@ class ReaderSource(ProbeSource):
         for batch in self.reader:
             for off in range(0, batch.num_rows, self.rows):
                 t = _Batch(i)
-                t.table = pa.Table.from_batches([batch.slice(off, self.rows)])
+                t.table = columnar.without_views(pa.Table.from_batches([batch.slice(off, self.rows)]))
                 self.num_chunks = i = i + 1
                 yield t
 
@@ -205,7 +205,7 @@ def open_build(obj: Any) -> Any:
     import pyarrow.dataset as ds
 
     if isinstance(obj, pa.RecordBatchReader):
-        return obj.read_all()
+        return columnar.without_views(obj.read_all())
     if isinstance(obj, ds.Dataset):
         return obj
     listed = dataset_files(obj)

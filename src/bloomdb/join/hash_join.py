@@ -127,7 +127,8 @@ def hash_join(
     ``pyarrow.dataset.Dataset`` (:mod:`bloomdb.join.dataset`: each file's row groups pruned by its
     own statistics and Bloom filters, files scanned by the same thread pool); a
     ``pyarrow.RecordBatchReader`` (read once, batch by batch); or in-memory data (pyarrow Table,
-    pandas/Polars DataFrame, dict of arrays; cut into ``chunk_rows`` chunks). ``build``: a
+    pandas/Polars DataFrame or Series, Polars LazyFrame (collected), dict of arrays; cut into
+    ``chunk_rows`` chunks; ``string_view`` / ``binary_view`` columns read as large strings/binaries). ``build``: a
     columnar table, a Parquet file, a folder (hive-partitioned or not), glob or list of Parquet
     files, a ``pyarrow.dataset.Dataset``, a ``RecordBatchReader`` or in-memory data; only the
     columns the join needs are read, and held in memory.

@@ -408,7 +408,7 @@ def read_all(obj: Any, columns: list[str]) -> pa.Table:
         return obj.read(columns)
     if isinstance(obj, ds.Dataset):
         try:
-            return obj.to_table(columns=columns)
+            return columnar.without_views(obj.to_table(columns=columns))
         except (pa.ArrowInvalid, OSError) as exc:
             raise InvalidArgument(f"cannot read {columns} from the build dataset: {exc}") from exc
     if isinstance(obj, (str, os.PathLike)):
@@ -435,7 +435,7 @@ def schema_of(obj: Any) -> pa.Schema:
     import pyarrow.dataset as ds
 
     if isinstance(obj, (columnar.ColumnarTable, ds.Dataset)):
-        return obj.schema
+        return columnar.without_views_schema(obj.schema)
     if isinstance(obj, (str, os.PathLike)):
         p = os.fspath(obj)
         if columnar.is_table(p):
