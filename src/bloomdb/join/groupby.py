@@ -10,7 +10,8 @@ code per distinct combination of their values, computed once over the build side
 are grouped once more at the end; the result is a ``pyarrow.Table`` with one row per group
 (group columns, then aggregates, in the order asked; rows in no particular order).
 
-Semantics are SQL's / DuckDB's: null group values form one group; in left / right / full joins
+Semantics are SQL's / DuckDB's: null group values form one group, as do NaNs, and -0.0 groups
+with 0.0; in left / right / full joins
 the side without a match contributes nulls (a build group column is null on an unmatched probe
 row, and those rows group with build rows whose value is null). Integer sums are int64 and exact
 (InvalidArgument when a group's sum of |value| x multiplicity could leave int64), float sums
@@ -43,11 +44,18 @@ def _plain(a: pa.Array | pa.ChunkedArray) -> pa.Array:
     return a.cast(a.type.value_type) if pa.types.is_dictionary(a.type) else a
 
 
+def _group_key(a: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A group column's values as groups compare (DuckDB): -0.0 is 0.0 (x + 0.0 turns -0.0 into
+    +0.0 and leaves every other float, NaN and null as it is), so the two zeros form one group."""
+    a = _plain(a)
+    return pc.add(a, pa.scalar(0.0, a.type)) if pa.types.is_floating(a.type) else a
+
+
 def _build_codes(table: pa.Table, names: list[str]) -> tuple[np.ndarray, pa.Table]:
     """Per build row, plus one trailing all-null row (standing for "no build row"), a dense code
     of its values of ``names``; and the table of those values with one row per code."""
     n = table.num_rows
-    cols = [pa.concat_arrays([_plain(table[c]), pa.nulls(1, _plain(table[c]).type)]) for c in names]
+    cols = [pa.concat_arrays([_group_key(table[c]), pa.nulls(1, _plain(table[c]).type)]) for c in names]
     codes = np.zeros(n + 1, np.int64)
     for col in cols:
         enc = pc.dictionary_encode(col, null_encoding="encode")
@@ -93,7 +101,7 @@ class GroupSink:
         cols: dict[str, pa.Array] = {}
         for g, k in zip(self.groups, self.keys):
             if g.side == "probe":
-                cols[k] = _plain(at.arrow(g.name))
+                cols[k] = _group_key(at.arrow(g.name))
             else:
                 cols[k] = pa.array(self.codes[np.where(brow < 0, self.codes.shape[0] - 1, brow)])
         values = []

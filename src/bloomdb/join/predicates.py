@@ -9,7 +9,10 @@ is decoded only at those rows and the output columns only at the rows that pass.
 
 ``where`` filters the probe side before the join: in a right or full join a build row whose only
 matches fail the predicate comes out unmatched (SQL: joining ``(SELECT * FROM probe WHERE ...)``).
-Float comparisons order NaN above every number, as DuckDB does (``NaN > 3`` is true). A chunk whose
+Literals compare as DuckDB compares them: NaN orders above every number and equals NaN (``NaN > 3``
+and ``x <= NaN`` are true, in literals and in ``in`` lists alike), -0.0 equals 0.0, an integer
+literal outside an integer column's type is decided by the range (``u8 < 300`` holds for every
+row, ``u8 == 256`` for none), and a float literal meets an integer column as float64. A chunk whose
 min/max statistics (or a hive partition value) show that no row can pass is skipped before any
 read, in every kind of join (:meth:`Predicate.may_pass`).
 """
@@ -45,43 +48,123 @@ class Predicate:
             return out.to_numpy(zero_copy_only=False)
         try:
             if self.op in _SETS:
-                hit = pc.is_in(arr, value_set=self._values(arr.type), skip_nulls=True)
+                hit = _is_in(arr, self.value)
                 out = hit if self.op == "in" else pc.and_(pc.invert(hit), arr.is_valid())
             else:
-                out = getattr(pc, _CMP[self.op])(arr, pa.scalar(self.value, arr.type) if _fits(self.value) else self.value)
-                if self.op in (">", ">=", "!=") and pa.types.is_floating(arr.type) and self.value == self.value:
-                    out = pc.or_(out, pc.is_nan(arr))  # NaN orders above every number (DuckDB)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError) as exc:
+                out = _compare(arr, self.op, self.value)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, TypeError, OverflowError) as exc:
             raise InvalidArgument(f"where {self.column} {self.op} {self.value!r}: {exc}") from None
         return pc.fill_null(out, False).to_numpy(zero_copy_only=False)
 
     def may_pass(self, lo: Any, hi: Any) -> bool:
         """False only when no value in ``[lo, hi]`` (a chunk's min/max statistics, None = unknown)
-        can satisfy the predicate. Floats are never pruned (NaN is outside the statistics)."""
+        can satisfy the predicate. Float columns and NaN literals are never pruned (NaN is outside the
+        statistics)."""
         if lo is None or hi is None or self.op not in _PRUNABLE or isinstance(lo, float) or isinstance(hi, float):
             return True
+        if self.op != "in" and _is_float(self.value) and self.value != self.value:
+            return True  # NaN orders above every number: `< NaN` holds for every number
         try:
             if self.op in ("==", "="):
-                return lo <= self.value <= hi
+                return _within(lo, hi, self.value)
             if self.op == "in":
-                return any(lo <= v <= hi for v in self.value if v is not None)
+                return any(_within(lo, hi, v) for v in self.value if v is not None)
+            lo, hi = _bounds_for(lo, hi, self.value)
             return {"<": lo < self.value, "<=": lo <= self.value, ">": hi > self.value,
                     ">=": hi >= self.value}[self.op]
         except TypeError:  # statistics of another kind than the literal (e.g. bytes vs str): keep
             return True
 
-    def _values(self, t: pa.DataType) -> pa.Array:
-        if pa.types.is_dictionary(t):
-            t = t.value_type
-        try:
-            return pa.array(list(self.value), t)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):  # e.g. 2.5 against ints
-            return pa.array(list(self.value))
 
 
-def _fits(value: Any) -> bool:
-    """Whether a literal is compared in the column's own type (ints vs floats are not)."""
-    return not isinstance(value, float)
+# DuckDB's answer to `column <op> literal` when the literal lies outside every value of the column:
+# above (an integer past the type's maximum, or NaN: it orders above every number) / below.
+_ABOVE = {"==": False, "=": False, "!=": True, "<": True, "<=": True, ">": False, ">=": False}
+_BELOW = {"==": False, "=": False, "!=": True, "<": False, "<=": False, ">": True, ">=": True}
+
+
+def _int_range(t: pa.DataType) -> tuple[int, int]:
+    bits = t.bit_width
+    return (0, (1 << bits) - 1) if pa.types.is_unsigned_integer(t) else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+
+
+def _is_float(value: Any) -> bool:
+    return isinstance(value, (float, np.floating))
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _bounds_for(lo: Any, hi: Any, value: Any) -> tuple[Any, Any]:
+    """Integer statistics as float64 when the literal is a float (the comparison is float64)."""
+    if _is_float(value) and _is_int(lo) and _is_int(hi):
+        return float(lo), float(hi)
+    return lo, hi
+
+
+def _within(lo: Any, hi: Any, value: Any) -> bool:
+    lo, hi = _bounds_for(lo, hi, value)
+    return lo <= value <= hi
+
+
+def _constant(arr: pa.Array, answer: bool) -> pa.Array:
+    """``answer`` at every valid row of ``arr`` (nulls stay null)."""
+    return pc.if_else(arr.is_valid(), answer, None)
+
+
+def _unsigned_zero(arr: pa.Array) -> pa.Array:
+    """Floats with -0.0 made +0.0 (x + 0.0; NaN and nulls unchanged), so -0.0 equals 0.0 in sets."""
+    return pc.add(arr, pa.scalar(0.0, arr.type))
+
+
+def _compare(arr: pa.Array, op: str, value: Any) -> pa.Array:
+    """``arr <op> value`` as DuckDB answers it: NaN equals NaN and orders above every number,
+    -0.0 equals 0.0, an integer column against an integer literal outside its type's range is
+    decided by the range, and against a float literal compares as float64."""
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr, t = arr.dictionary_decode(), t.value_type
+    if pa.types.is_integer(t) and _is_int(value):
+        lo, hi = _int_range(t)
+        if not lo <= int(value) <= hi:
+            return _constant(arr, (_ABOVE if int(value) > hi else _BELOW)[op])
+        return getattr(pc, _CMP[op])(arr, pa.scalar(int(value), t))
+    if pa.types.is_integer(t) and _is_float(value):
+        if value != value:
+            return _constant(arr, _ABOVE[op])
+        return getattr(pc, _CMP[op])(pc.cast(arr, pa.float64(), safe=False), pa.scalar(float(value), pa.float64()))
+    if pa.types.is_floating(t) and (_is_float(value) or _is_int(value)):
+        nan = pc.is_nan(arr)
+        if value != value:  # NaN literal: equal to NaN rows, above every number
+            return {"==": nan, "=": nan, "!=": pc.invert(nan), "<": pc.invert(nan), "<=": _constant(arr, True),
+                    ">": _constant(arr, False), ">=": nan}[op]
+        out = getattr(pc, _CMP[op])(arr, pa.scalar(float(value), t) if t != pa.float16() else float(value))
+        return pc.or_(out, nan) if op in (">", ">=", "!=") else out  # NaN orders above every number
+    return getattr(pc, _CMP[op])(arr, pa.scalar(value, t))
+
+
+def _is_in(arr: pa.Array, values: tuple) -> pa.Array:
+    """Whether each value of ``arr`` equals one of ``values`` as DuckDB's ``IN`` decides it (nulls:
+    null): -0.0 equals 0.0, NaN equals NaN, an integer that no value of the column's type can hold
+    matches nothing, a float against an integer column compares as float64."""
+    t = arr.type
+    if pa.types.is_dictionary(t):
+        arr, t = arr.dictionary_decode(), t.value_type
+    values = [v for v in values if v is not None]
+    if pa.types.is_integer(t) and any(_is_float(v) for v in values):
+        arr, t = pc.cast(arr, pa.float64(), safe=False), pa.float64()
+        values = [float(v) if _is_int(v) else v for v in values]
+    elif pa.types.is_integer(t):
+        lo, hi = _int_range(t)
+        values = [v for v in values if not _is_int(v) or lo <= int(v) <= hi]
+    try:
+        value_set = pa.array(values, t)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):  # e.g. a string against ints
+        value_set = pa.array(values)
+    if pa.types.is_floating(t) and pa.types.is_floating(value_set.type):
+        arr, value_set = _unsigned_zero(arr), _unsigned_zero(value_set)
+    return pc.is_in(arr, value_set=value_set, skip_nulls=True)
 
 
 def parse_where(where: Any, schema: pa.Schema) -> list[Predicate]:
