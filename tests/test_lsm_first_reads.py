@@ -153,6 +153,7 @@ def test_replay_takes_leading_single_puts_in_one_kernel_call_and_reads_like_read
         mem, last = recovery.replay(RealFS(fsync=False), str(tmp_path), [7], paranoid, 0, ends)
         want, want_last, want_ends = _replay_by_read_log(data, paranoid)
         assert mem.latest == want.latest and mem.history == want.history and mem.bytes == want.bytes
+        assert mem.seqs == want.seqs  # every replayed write's sequence recorded (bloomdb.lsm.memtable)
         assert (last, ends) == (want_last, want_ends)
         assert len(mem.latest) > 50
     from bloomdb.checksum import HW_RANGES
@@ -185,7 +186,7 @@ def test_replay_of_a_log_of_distinct_puts_is_one_dict_update_and_reads_like_read
     mem, last = recovery.replay(RealFS(fsync=False), str(tmp_path), [7], True, 0, [])
     assert calls == [] and last == 2000
     want, want_last, _ = _replay_by_read_log(first)
-    assert (mem.latest, mem.history, mem.bytes) == (want.latest, want.history, want.bytes)
+    assert (mem.latest, mem.seqs, mem.history, mem.bytes) == (want.latest, want.seqs, want.history, want.bytes)
     assert list(mem.latest) == list(want.latest)  # insertion order: the memtable's key merge relies on it
     calls.clear()
     mem, last = recovery.replay(RealFS(fsync=False), str(tmp_path), [7, 8], True, 0, [])
@@ -194,5 +195,5 @@ def test_replay_of_a_log_of_distinct_puts_is_one_dict_update_and_reads_like_read
     want = MemTable()
     for first_seq, ops in list(wal.read_log(first, "x", True, [], [])) + list(wal.read_log(again, "y", True, [], [])):
         want.apply(first_seq, ops, True)
-    assert (mem.latest, mem.history, mem.bytes) == (want.latest, want.history, want.bytes)
+    assert (mem.latest, mem.seqs, mem.history, mem.bytes) == (want.latest, want.seqs, want.history, want.bytes)
     assert len(mem.history) == 667

@@ -132,7 +132,8 @@ def _add_puts(mem: MemTable, seqs: list[int], keys: list[bytes], vals: list[byte
         for q, k, v in zip(seqs, keys, vals):
             add(q, k, v, True)
         return
-    latest.update(zip(keys, zip(seqs, vals)))
+    latest.update(zip(keys, vals))
+    mem.seqs.update(zip(keys, seqs))
     mem.bytes += sum(map(len, keys)) + sum(map(len, vals)) + ENTRY_OVERHEAD * len(keys)
 
 
