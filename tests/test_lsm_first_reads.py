@@ -153,6 +153,7 @@ def test_replay_takes_leading_single_puts_in_one_kernel_call_and_reads_like_read
         mem, last = recovery.replay(RealFS(fsync=False), str(tmp_path), [7], paranoid, 0, ends)
         want, want_last, want_ends = _replay_by_read_log(data, paranoid)
         assert mem.latest == want.latest and mem.history == want.history and mem.bytes == want.bytes
+        assert mem.seqs == want.seqs  # every replayed write's sequence recorded (bloomdb.lsm.memtable)
         assert (last, ends) == (want_last, want_ends)
         assert len(mem.latest) > 50
     from bloomdb.checksum import HW_RANGES

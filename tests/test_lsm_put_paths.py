@@ -196,3 +196,31 @@ def test_a_flushs_sorted_entries_leave_the_scan_keys_alone():
     assert len(mem.keys) == 0  # untouched: only a scan under the store's lock merges
     mem._merge_pending()
     assert list(mem.keys) == [b"a", b"b", b"c", b"d"]
+
+
+def test_batch_record_reuses_put_manys_columns_only_while_they_are_the_batchs():
+    """``put_many`` on an empty batch keeps its split columns for the record; any later change
+    of the batch (a put, another put_many, append, clear then as many puts) must not reuse them:
+    the record is always the per-op encoder's."""
+    from bloomdb.lsm import batch as wb, wal
+
+    rng = random.Random(5)
+    pairs = [(b"k%05d" % i, rng.randbytes(20)) for i in range(50)]
+    other = [(b"o%05d" % i, rng.randbytes(20)) for i in range(50)]
+
+    def same_as_encoder(b):
+        rec, puts = wb.record(b, 7)
+        assert bytes(rec) == wal.encode_batch(7, b.ops)
+        assert list(puts[0]) == [k for k, _ in b.ops] and list(puts[1]) == [v for _, v in b.ops]
+
+    b = WriteBatch().put_many(pairs)
+    assert b._cols is not None
+    same_as_encoder(b)
+    same_as_encoder(b.put(b"x", b"y"))
+    same_as_encoder(WriteBatch().put_many(pairs).put_many(other))
+    same_as_encoder(WriteBatch().put_many(pairs).append(WriteBatch().put(b"z", b"1")))
+    b = WriteBatch().put_many(pairs)
+    b.clear()
+    for k, v in other:
+        b.put(k, v)
+    same_as_encoder(b)
