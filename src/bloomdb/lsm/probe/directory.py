@@ -119,24 +119,33 @@ _READ_COLS = [L.S_TBUF, L.S_TLEN, L.S_TIDX, L.S_TIDXLEN, L.S_TCHK, L.S_SEEKS]
 
 
 def _table_words(t, pin, budget):
-    """``([the words of _READ_COLS], its index array)`` for table ``t`` (``pin``: its :func:`_read_state`,
-    ``budget``: its seek budget array or None): addresses never change for a table, so they are
-    worked out once and kept on it (each ``.ctypes.data`` costs ~1 us; a version's directory is
-    rebuilt after every flush and compaction)."""
-    try:
-        d = vars(t)
-    except TypeError:
-        d = {}
-    w = d.get("probe_slot_words")
+    """``(the words of _READ_COLS as an int64 array, its index array)`` for table ``t`` (``pin``:
+    its :func:`_read_state`, ``budget``: its seek budget array or None): addresses never change
+    for a table, so they are worked out once and kept on it (each ``.ctypes.data`` costs ~1 us;
+    a version's directory is rebuilt after every flush and compaction) -- as attributes holding
+    arrays (:func:`_keep`), which the garbage collector does not track."""
     key = None if pin is None else pin[1]  # the index array: made once per table, at its open
-    if w is None or w[1] is not key:
-        row = [0] * 6
+    row = getattr(t, "probe_slot_words", None)
+    if row is None or getattr(t, "probe_slot_index", None) is not key:
+        row = np.zeros(6, np.int64)
         if pin is not None:
             row[:5] = pin[0].ctypes.data, pin[0].shape[0], pin[1].ctypes.data, pin[1].shape[0], pin[2].ctypes.data
         if budget is not None:
             row[5] = budget.ctypes.data
-        w = d["probe_slot_words"] = (row, key)
-    return w
+        _keep(t, probe_slot_words=row, probe_slot_index=key)
+    return row, key
+
+
+def _keep(t, **attrs) -> None:
+    """Set ``attrs`` on table ``t`` if it takes attributes (else nothing is kept). Never through
+    ``vars(t)``: asking for an instance's ``__dict__`` makes CPython build a dict object the
+    garbage collector tracks, one per table, and long-lived tracked objects are what set off
+    its full passes (~0.5 s each in a process holding large lists)."""
+    try:
+        for k, v in attrs.items():
+            setattr(t, k, v)
+    except AttributeError:
+        pass
 
 
 def _words_of(rec) -> list[int]:
@@ -154,16 +163,13 @@ def _words_of(rec) -> list[int]:
 
 
 def _record_words(t, rec):
-    """``(`` :func:`_words_of` ``rec, its array)``, kept on table ``t`` with the filter they
-    were made from (a table's filter never changes)."""
-    try:
-        d = vars(t)
-    except TypeError:
-        d = {}
-    w = d.get("probe_record_words")
-    if w is None or w[1] is not rec[1]:
-        w = d["probe_record_words"] = (_words_of(rec), rec[1])
-    return w
+    """``(`` :func:`_words_of` ``rec`` as an int64 array, its array ``)``, kept on table ``t``
+    with the filter array they were made from (a table's filter never changes; see :func:`_keep`)."""
+    words = getattr(t, "probe_record_words", None)
+    if words is None or getattr(t, "probe_record_array", None) is not rec[1]:
+        words = np.array(_words_of(rec), np.int64)
+        _keep(t, probe_record_words=words, probe_record_array=rec[1])
+    return words, rec[1]
 
 
 def _prefix_words_many(keys: list[bytes]) -> np.ndarray:
@@ -194,10 +200,11 @@ class Directory:
         self.slots = slots
         self.levels = levels
         self._lock = threading.Lock()
-        #: per slot, the arrays the lookup kernel reads the table through (their addresses are in
-        #: the slot's S_T* words): held here so the mapped file stays open while this directory
-        #: can be probed (a map with exported buffers refuses to close)
-        self._pins = [_read_state(r.table) for r in slots]
+        #: the arrays the lookup kernel reads each table through (their addresses are in the
+        #: slot's S_T* words) are the table's own for its whole life (:meth:`Table.lookup_arrays`),
+        #: and ``slots`` holds the tables: so the mapped files stay open while this directory
+        #: can be probed (a map with exported buffers refuses to close). No tuple per slot is
+        #: kept (one tracked object per table and directory, see :func:`_keep`).
         self._budgets = [seeks.budget(r.table) for r in slots]  # LevelDB's allowed_seeks (:mod:`.seeks`)
         #: the filters' arrays the records point at (each its filter's own, in place): held here so
         #: they outlive every directory array a kernel may still probe
@@ -253,7 +260,7 @@ class Directory:
         U[:, L.S_MAX_W : L.S_MAX_W + 2] = _prefix_words_many([r.info.max_key for r in slots])
         S[:, L.S_MIN_OFF], S[:, L.S_MIN_LEN] = starts[at], lens[at]
         S[:, L.S_MAX_OFF], S[:, L.S_MAX_LEN] = starts[at + 1], lens[at + 1]
-        words = [_table_words(r.table, pin, budget) for r, pin, budget in zip(slots, self._pins, self._budgets)]
+        words = [_table_words(r.table, _read_state(r.table), budget) for r, budget in zip(slots, self._budgets)]
         S[:, _READ_COLS] = [w[0] for w in words]
         filt = [i for i, p in enumerate(plans) if p[0] == L.FILTER]
         if filt:

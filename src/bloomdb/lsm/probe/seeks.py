@@ -24,12 +24,15 @@ Cost: one decrement per lookup that meets two or more tables; one Python step pe
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from . import layout as L
 
 MIN_SEEKS = 100  #: LevelDB's floor of ``allowed_seeks``
 BYTES_PER_SEEK = 16384  #: LevelDB: one seek costs about as much as compacting 16 KiB
+_MAKING = threading.Lock()  #: held while a table's budget is made (once per table)
 
 
 def allowed_seeks(file_size: int) -> int:
@@ -38,15 +41,19 @@ def allowed_seeks(file_size: int) -> int:
 
 
 def budget(t):
-    """Table ``t``'s seek budget (created on first use, then kept on the table), or ``None`` when
-    the table object takes no attributes."""
-    try:
-        d = vars(t)
-    except TypeError:
-        return None
-    b = d.get("seek_budget")
+    """Table ``t``'s seek budget (created on first use, then kept on the table as an attribute --
+    not through ``vars(t)``, which would make the garbage collector track a dict per table), or
+    ``None`` when the table object takes no attributes."""
+    b = getattr(t, "seek_budget", None)
     if b is None:
-        b = d.setdefault("seek_budget", np.array([allowed_seeks(int(t.file_size))], np.int64))
+        with _MAKING:  # one budget per table, whichever thread builds a directory first
+            b = getattr(t, "seek_budget", None)
+            if b is None:
+                b = np.array([allowed_seeks(int(t.file_size))], np.int64)
+                try:
+                    t.seek_budget = b
+                except AttributeError:
+                    return None
     return b
 
 

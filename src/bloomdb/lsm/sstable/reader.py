@@ -28,6 +28,10 @@ from .footer import Handles, decode_footer, decode_meta
 
 _U32 = struct.Struct("<I")
 
+#: held while a table reads its filter block (once per table): one lock for every table, not a
+#: lock object per table (a long-lived object the garbage collector tracks)
+_FILTER_LOAD = threading.Lock()
+
 MISSING = object()  #: the table holds no version of the key visible at the snapshot
 DELETED = object()  #: the visible version is a deletion
 
@@ -103,7 +107,12 @@ class Table:
         self.filter_damaged = False
         self.partitions = None
         self._prefix = None  # the prefix filter once read; False: the table holds no prefix; True: damaged
-        self._lock = threading.Lock()
+        # what the probe layer keeps on a table (:mod:`..probe.directory`, :mod:`..probe.seeks`),
+        # named here so every table's attributes keep CPython's shared compact layout: set later,
+        # in another order, they made CPython build a dict per table, tracked by the garbage
+        # collector (long-lived tracked objects are what set off its full passes)
+        self.seek_budget = self.probe_slot_words = self.probe_slot_index = None
+        self.probe_record_words = self.probe_record_array = None
 
     def _open_fast(self) -> bool:
         """Footer, meta and index checked and the index parsed in one kernel call
@@ -177,7 +186,7 @@ class Table:
         has partitioned filters -- see :meth:`partition_filter`). Loaded once."""
         if self._filter_loaded:
             return self._filter
-        with self._lock:
+        with _FILTER_LOAD:
             if not self._filter_loaded:
                 h = self._handles
                 if h.filter_size:
