@@ -1,7 +1,7 @@
 """Read the split-block Bloom filters Parquet files carry, and ask which row groups may hold values.
 
 >>> from bloomdb import parquet
->>> parquet.read_filters("events.parquet", "user_id")          # one SplitBlockBloom (or None) per row group
+>>> parquet.read_filters("events.parquet", "user_id")          # one ColumnBloom (or None) per row group
 >>> parquet.row_groups_that_may_contain("events.parquet", "user_id", [17, 42])
 array([[ True, False], [False, False]])                           # value x row group
 
@@ -32,8 +32,8 @@ import pyarrow as pa
 
 from ..errors import CorruptionError, InvalidArgument
 from ..filters import _sbbf_kernels as _K
-from ..filters.sbbf import SplitBlockBloom
 from ..keys import KeyBatch, to_batches
+from .column_bloom import ColumnBloom
 from .values import column_type, encode, in_bounds
 
 __all__ = ["read_filters", "row_groups_that_may_contain", "hash_values", "UnsupportedBloomFilter",
@@ -197,17 +197,21 @@ def _bitsets(metadata, ci: int, size: int, source: str) -> list[np.ndarray | Non
     return out
 
 
-def read_filters(path: str | os.PathLike, column: str) -> list[SplitBlockBloom | None]:
+def read_filters(path: str | os.PathLike, column: str) -> list[ColumnBloom | None]:
     """The split-block Bloom filter of ``column`` in every row group of the Parquet file at
-    ``path`` (``None`` where the column chunk has none), in row-group order.
+    ``path`` (``None`` where the column chunk has none), in row-group order: each a
+    :class:`~.column_bloom.ColumnBloom`, a ``SplitBlockBloom`` that takes the column's own values
+    (``might_contain(5)`` on an INT32 column hashes the 4 bytes the column stores).
 
     ``column`` is the column's dotted path (``"a.b"`` for nested fields). Raises InvalidArgument
     for an unknown column, :class:`UnsupportedBloomFilter` / CorruptionError for filters that
     cannot be read. Cost: the footer plus each filter's bytes.
     """
     metadata, size, source = _open(path)
-    bitsets = _bitsets(metadata, _column_index(metadata, column, source), size, source)
-    return [None if b is None else SplitBlockBloom.from_parquet_bitset(b) for b in bitsets]
+    ci = _column_index(metadata, column, source)
+    bitsets = _bitsets(metadata, ci, size, source)
+    ct = column_type(metadata.schema.column(ci))
+    return [None if b is None else ColumnBloom.for_column(b, ct) for b in bitsets]
 
 
 # ---- hashing values as Parquet does ---------------------------------------------------------
