@@ -74,3 +74,19 @@ def test_db_constructor_is_open(tmp_path):
     with pytest.raises(InvalidArgument):  # options are checked as open checks them
         DB(str(tmp_path / "new"), Options(block_size=1))
     assert not (tmp_path / "new").exists()
+
+
+def test_options_by_name_as_plyvel_takes_them(tmp_path):
+    p = str(tmp_path / "s")
+    with pytest.raises(InvalidArgument):  # create_if_missing=False on a missing store, as LevelDB
+        DB(p, create_if_missing=False)
+    assert not (tmp_path / "s").exists()
+    with DB(p, create_if_missing=True, block_size=8192, filter="blocked:12") as db:
+        db[b"k"] = b"v"
+        assert db.options.block_size == 8192 and db.options.filter == "blocked:12"
+    with DB.open(p, Options(block_size=1024), block_size=2048) as db:  # a name overrides options'
+        assert db.options.block_size == 2048 and db[b"k"] == b"v"
+    with pytest.raises(InvalidArgument, match="bloom_filter_bits.*create_if_missing"):
+        DB(p, bloom_filter_bits=10)
+    with pytest.raises(InvalidArgument):  # checked as any option
+        DB(p, block_size=-1)

@@ -108,7 +108,7 @@ class DB(WritePath, DictForms):
 
     # -- opening ------------------------------------------------------------------------------
     @classmethod
-    def open(cls, path: str | os.PathLike, options: Options | None = None, read_only: bool = False) -> "DB":
+    def open(cls, path: str | os.PathLike, options: Options | None = None, read_only: bool = False, **fields) -> "DB":
         """Open (or create) the store at ``path``: recovers the WAL, cleans files a crash left.
 
         A store is created only in a new or empty folder (its identity file ``BLOOMDB`` is
@@ -122,17 +122,22 @@ class DB(WritePath, DictForms):
 
         ``read_only=True``: no lock, nothing written, the store as of the open, beside a writer
         (:mod:`.readonly`); writes raise :class:`StoreReadOnly`.
-        """
-        return cls(path, options, read_only)
 
-    def __init__(self, path: str | os.PathLike, options: Options | None = None, read_only: bool = False):
-        """``DB(path, options, read_only)`` is :meth:`open` (rocksdict's ``Rdict(path)`` form)."""
+        ``**fields``: :class:`Options` fields given by name, over ``options`` (plyvel's form:
+        ``DB.open(path, create_if_missing=False, block_size=8192)``); an unknown name raises
+        :class:`InvalidArgument` listing the fields.
+        """
+        return cls(path, options, read_only, **fields)
+
+    def __init__(self, path: str | os.PathLike, options: Options | None = None, read_only: bool = False, **fields):
+        """``DB(path, options, read_only, **fields)`` is :meth:`open` (rocksdict's ``Rdict(path)``,
+        plyvel's ``DB(path, create_if_missing=True)`` forms)."""
         if not isinstance(read_only, bool):
             raise InvalidArgument(f"read_only must be True or False, got {read_only!r}")
         if options is not None and not isinstance(options, Options):
             raise InvalidArgument(f"options must be a bloomdb.lsm.Options, got {type(options).__name__}")
         path = os.fspath(path)
-        options = (options or Options()).validated()
+        options = (options or Options()).with_fields(fields).validated()
         self.path = path
         self.read_only = read_only
         self.options = options

@@ -85,8 +85,11 @@ class MemTable:
             old = latest.get(key, ABSENT)
             if old is not ABSENT:
                 self.history.setdefault(key, []).append((self.seqs.get(key, self.base), old))
-        latest[key] = value
+        # the sequence before the value: a snapshot reader (no lock) that sees the new sequence
+        # with the old value finds the old version in ``history``; the other way round it would
+        # take the new value for a version it may see
         self.seqs[key] = seq
+        latest[key] = value
         self.bytes += len(key) + (len(value) if value is not None else 0) + ENTRY_OVERHEAD
 
     def apply(self, first: int, ops, keep_old: bool) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -136,6 +137,18 @@ class Options:
     cache_bytes: int | None = None
     pin_top_level_filters: bool = True
     max_open_files: int = 1000
+
+    def with_fields(self, fields: dict) -> "Options":
+        """A copy with ``fields`` (name -> value) replaced (``self`` when empty); an unknown
+        name raises :class:`InvalidArgument` listing the fields."""
+        if not fields:
+            return self
+        known = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            raise InvalidArgument(f"unknown store option(s) {', '.join(unknown)}; the fields of "
+                                  f"bloomdb.lsm.Options are: {', '.join(sorted(known))}")
+        return replace(self, **fields)
 
     def validated(self) -> "Options":
         """A checked copy; raises :class:`InvalidArgument` naming the bad field (and, for a filter
