@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidArgument
+from ..pyvalues import array_from_values
 from ..keys import KeyBatch
 
 __all__ = ["ColumnType", "Encoded", "column_type", "encode", "in_bounds"]
@@ -158,26 +159,9 @@ def _as_array(values: Any) -> pa.Array | _Ints:
     if values and all((type(v) is int or isinstance(v, np.integer)) for v in values):
         return _Ints.from_list(values)
     try:
-        arr = pa.array(values)
+        return array_from_values(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as exc:
         raise InvalidArgument(f"values must be all integers, all floats or all str/bytes: {exc}") from None
-    if pa.types.is_timestamp(arr.type) and any(hasattr(v, "nanosecond") for v in values):
-        return _nanoseconds(values, arr.type.tz)
-    return arr
-
-
-def _nanoseconds(values: list, tz: str | None) -> pa.Array:
-    """pandas Timestamps (and datetimes beside them) as ``timestamp[ns]``: ``pa.array`` infers
-    microseconds from them and drops their nanoseconds, which would make a held value absent."""
-    ticks = []
-    for v in values:
-        if v is None or v != v:  # None, NaT
-            ticks.append(None)
-        elif hasattr(v, "value") and hasattr(v, "nanosecond"):
-            ticks.append(int(v.value))  # ns since the epoch (UTC for an aware Timestamp)
-        else:
-            ticks.append(None if v is None else int(pa.scalar(v, pa.timestamp("ns", tz)).value))
-    return pa.array(ticks, pa.int64()).view(pa.timestamp("ns", tz))
 
 
 def _ge(bits: np.ndarray, neg: np.ndarray, bound: int) -> np.ndarray:
