@@ -49,7 +49,8 @@ def dataset_files(obj: Any) -> tuple[list[ProbeFile], pa.Schema | None] | None:
     """``(files, schema)`` of a multi-file probe input — a folder of Parquet files (hive
     partitions read from the paths), a glob, a list of paths or a file-based
     ``pyarrow.dataset.Dataset`` — or None when ``obj`` is not one. ``schema`` is the dataset's
-    (partition columns included) or None for a plain list (the first file's is used)."""
+    (partition columns included) or None for a plain list or glob (then the files' schemas are
+    unified as DuckDB's ``union_by_name``: int32 with int64 is int64, a missing column is null)."""
     import pyarrow.dataset as ds
 
     if isinstance(obj, (list, tuple)) and obj and all(isinstance(p, (str, os.PathLike, ProbeFile)) for p in obj):
@@ -76,14 +77,22 @@ def dataset_files(obj: Any) -> tuple[list[ProbeFile], pa.Schema | None] | None:
     return None
 
 
-class _ConstChunk(ProbeChunk):
-    """A file's chunk with its partition columns added as constants."""
+class _WrappedChunk(ProbeChunk):
+    """A file's chunk seen through a wrapper that changes some columns (the rest pass through)."""
 
-    def __init__(self, inner: ProbeChunk, consts: dict[str, pa.Scalar]):
-        self.inner, self.consts = inner, consts
+    def __init__(self, inner: ProbeChunk):
+        self.inner = inner
         self.gathers_repeats = inner.gathers_repeats
         self.decoded = inner.decoded
         self.num_rows = inner.num_rows
+
+
+class _ConstChunk(_WrappedChunk):
+    """A file's chunk with its partition columns added as constants."""
+
+    def __init__(self, inner: ProbeChunk, consts: dict[str, pa.Scalar]):
+        super().__init__(inner)
+        self.consts = consts
 
     def _const(self, name: str, n: int) -> pa.Array:
         return pa.repeat(self.consts[name], n)
@@ -104,6 +113,37 @@ class _ConstChunk(ProbeChunk):
         return self.inner.arrow(name, positions, whole)
 
 
+def _unified(schemas: list[pa.Schema]) -> pa.Schema:
+    """One schema for files written apart (DuckDB's ``union_by_name``): a column takes the type
+    every file's values fit (int32 with int64 is int64); InvalidArgument when there is none."""
+    try:
+        return pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise InvalidArgument(f"the probe files' schemas do not agree: {exc}") from None
+
+
+class _WidenedChunk(_WrappedChunk):
+    """A file's chunk whose columns ``types`` names are read as the dataset's wider types."""
+
+    def __init__(self, inner: ProbeChunk, types: dict[str, pa.DataType]):
+        super().__init__(inner)
+        self.types = types
+
+    def keys(self, key: str, domain: KeyDomain) -> JoinKeys:
+        if key in self.types:
+            return from_arrow(self.arrow(key, np.arange(self.num_rows, dtype=np.int64), True), domain)
+        return self.inner.keys(key, domain)
+
+    def numeric(self, name, positions, whole):
+        if name in self.types:
+            return (*numeric_from_arrow(self.arrow(name, positions, whole)), None)
+        return self.inner.numeric(name, positions, whole)
+
+    def arrow(self, name, positions, whole):
+        out = self.inner.arrow(name, positions, whole)
+        return out.cast(self.types[name]) if name in self.types else out
+
+
 class MultiSource(ProbeSource):
     """The chunks of several sources (files) in one sequence; chunk ``i`` is chunk ``i - start``
     of the file whose range holds it."""
@@ -113,7 +153,7 @@ class MultiSource(ProbeSource):
             raise InvalidArgument("the probe dataset holds no file")
         self.parts = [open_source(f.path, verify, chunk_rows) for f in files]
         self.labels = [f.path for f in files]
-        self.schema = schema if schema is not None else self.parts[0].schema
+        self.schema = schema if schema is not None else _unified([p.schema for p in self.parts])
         self.consts: list[dict[str, pa.Scalar]] = []
         for f, part in zip(files, self.parts):
             c = {n: pa.scalar(f.partition.get(n), self.schema.field(n).type)
@@ -130,7 +170,10 @@ class MultiSource(ProbeSource):
     def chunk(self, i):
         f, j = self._at(i)
         ch = self.parts[f].chunk(j)
-        return _ConstChunk(ch, self.consts[f]) if self.consts[f] else ch
+        ch = _ConstChunk(ch, self.consts[f]) if self.consts[f] else ch
+        widen = {n: self.schema.field(n).type for n in self.parts[f].schema.names
+                 if n in self.schema.names and self.parts[f].schema.field(n).type != self.schema.field(n).type}
+        return _WidenedChunk(ch, widen) if widen else ch
 
     def chunk_rows(self, i):
         f, j = self._at(i)
