@@ -57,3 +57,19 @@ def test_polars_lazyframe_and_series_are_read():
 def test_a_pandas_column_arrow_cannot_convert_is_invalid_argument():
     with pytest.raises(InvalidArgument, match="pandas DataFrame"):
         hash_join(pd.DataFrame({"k": [1, "a"]}, dtype=object), pd.DataFrame({"k": ["a"]}), on="k")
+
+
+def test_pandas_timestamps_in_a_dict_of_lists_keep_their_nanoseconds(tmp_path):
+    """``pa.array`` infers microseconds from pandas Timestamps: the build key 1.000000123 s
+    became 1 s and joined the wrong probe row; ``columnar.write`` stored the truncated instant."""
+    probe = pa.table({"k": [1, 2], "ts": pa.array([1_000_000_123, 1_000_000_000], pa.timestamp("ns"))})
+    key = pd.Timestamp(1_000_000_123, unit="ns")
+    got = hash_join(probe, {"ts": [key]}, on="ts")
+    assert got.column("k").to_pylist() == [1]
+    from bloomdb import columnar
+
+    aware = pd.Timestamp(5, unit="ns", tz="Europe/Paris")
+    t = columnar.write(tmp_path / "t", {"ts": [key, None, pd.NaT], "tz": [aware, None, None]}).read()
+    assert t.column("ts").cast(pa.int64()).to_pylist() == [1_000_000_123, None, None]
+    assert t.column("tz").cast(pa.int64()).to_pylist() == [5, None, None]
+    assert t.schema.field("tz").type == pa.timestamp("ns", tz="Europe/Paris")

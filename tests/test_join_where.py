@@ -113,3 +113,44 @@ def test_date_literals_still_compare():
     t = pa.table({"k": pa.array([0, 1, 2]), "d": pa.array([0, 1, 2], pa.date32())})
     got = hash_join(t, t.select(["k"]), on="k", how="semi", where=("d", ">", datetime.date(1970, 1, 2)))
     assert got.column("k").to_pylist() == [2]
+
+
+TEMPORAL = pa.table({
+    "k": [0, 1, 2, 3], "d": pa.array([18262, 18263, 18264, None], pa.date32()),
+    "ts": pa.array([0, 1500, 2000, None], pa.timestamp("ms")),
+    "tz": pa.array([0, 1500, 2000, None], pa.timestamp("ms", tz="UTC")),
+    "ns": pa.array([0, 1_500_000_001, 2, None], pa.timestamp("ns")),
+})  # fmt: skip
+TEMPORAL_LITERALS = [
+    ("d", datetime.datetime(2020, 1, 1, 12)), ("d", datetime.datetime(2020, 1, 2)), ("d", datetime.date(2020, 1, 2)),
+    ("ts", datetime.date(1970, 1, 1)), ("ts", datetime.datetime(1970, 1, 1, 0, 0, 1, 500001)),
+    ("ts", datetime.datetime(1970, 1, 1, 0, 0, 1, 499999)), ("ts", datetime.datetime(1970, 1, 1, 0, 0, 1, 500000)),
+    ("tz", datetime.datetime(1970, 1, 1, 1, 0, 1, 500000, tzinfo=datetime.timezone(datetime.timedelta(hours=1)))),
+    ("tz", datetime.datetime(1970, 1, 1, 0, 0, 1, 500001, tzinfo=datetime.timezone.utc)),
+    ("ns", datetime.datetime(1970, 1, 1, 0, 0, 1, 500000)), ("ns", datetime.date(1970, 1, 1)),
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def temporal_sources(tmp_path_factory):
+    d = tmp_path_factory.mktemp("where_temporal")
+    pq.write_table(TEMPORAL, d / "t.parquet", row_group_size=2)
+    columnar.write(str(d / "c"), TEMPORAL, chunk_rows=2)
+    return {"memory": TEMPORAL, "parquet": str(d / "t.parquet"), "columnar": str(d / "c")}
+
+
+@pytest.mark.parametrize("source", ["memory", "parquet", "columnar"])
+@pytest.mark.parametrize("op", ["==", "!=", "<", "<=", ">", ">=", "in"])
+@pytest.mark.parametrize("col,literal", TEMPORAL_LITERALS, ids=repr)
+def test_temporal_literals_finer_than_the_column_compare_exactly(temporal_sources, source, op, col, literal):
+    """A datetime literal against a DATE column, or one with more precision than a timestamp
+    column's unit, was cast to the column's type first (truncated): d >= '2020-01-01 12:00' held for
+    2020-01-01; a date literal against a timestamp column raised."""
+    pred = (col, op, [literal] if op == "in" else literal)
+    got = hash_join(temporal_sources[source], TEMPORAL.select(["k"]), on="k", how="semi", where=pred)
+    con = duckdb.connect()
+    con.register("p", TEMPORAL)
+    sql_op = {"==": "=", "in": "IN"}.get(op, op)
+    want = sorted(r[0] for r in con.execute(f"SELECT k FROM p WHERE {col} {sql_op} " + ("(?)" if op == "in" else "?"),
+                                            [literal]).fetchall())
+    assert sorted(got.column("k").to_pylist()) == want

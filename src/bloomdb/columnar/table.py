@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from ..errors import CorruptionError, InvalidArgument
 from ..checksum import crc32c
+from ..pyvalues import array_from_values
 from .encoding import ENCODING_NAMES, HEADER_SIZE, Chunk, encode
 from .types import ColumnType
 
@@ -89,12 +90,22 @@ def _arrow_table(data: Any) -> pa.Table:
             raise InvalidArgument(f"cannot make an Arrow table from this pandas {name}: {exc}") from None
     if isinstance(data, dict):
         try:
-            return pa.table({k: (v if isinstance(v, (pa.Array, pa.ChunkedArray)) else np.asarray(v)) for k, v in data.items()})
-        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as exc:
+            return pa.table({k: _column(v) for k, v in data.items()})
+        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, TypeError) as exc:
             raise InvalidArgument(f"cannot make a table from this dict: {exc}") from exc
     raise InvalidArgument(
         f"expected a pyarrow Table, pandas/Polars DataFrame or dict of arrays, got {type(data).__name__}"
     )
+
+
+def _column(values: Any) -> Any:
+    """One column of a dict of arrays: Arrow arrays as given, numpy's own dtypes as numpy reads
+    them, and lists of Python objects through :func:`~bloomdb.pyvalues.array_from_values`
+    (pandas Timestamps keep their nanoseconds)."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    arr = np.asarray(values)
+    return array_from_values(list(values)) if arr.dtype == object and arr.ndim == 1 else arr
 
 
 class TableWriter:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ..errors import InvalidArgument
 from . import _join_kernels as K
@@ -23,6 +24,14 @@ from . import _sum_kernels as S
 from .compare import _ro
 from .plan import Agg
 from .sources import numeric_from_arrow as numeric
+
+def validity(arr: Any) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(zeros, valid)`` of a column of any type, for ``count(column)`` (valid None = no nulls)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else None
+    return np.zeros(len(arr), np.int64), valid
+
 
 _NO_POS = np.zeros(0, np.int64)
 _NO_VALID = np.zeros(0, np.bool_)
@@ -224,7 +233,19 @@ class AggSink:
         self.aggs, self.bs, self.how, self._outer = aggs, bs, how, outer
         self.probe_cols = sorted({a.column for a in aggs if a.column is not None and a.side == "probe"})
         build_cols = sorted({a.column for a in aggs if a.column is not None and a.side == "build"})
-        self.gstats = {c: GroupStats(*numeric(bs.table[c]), bs.group_rows, bs.group_start, c) for c in build_cols}
+        # columns only counted: only their validity is read, so any type counts (strings, dates...)
+        self.counted = {(a.side, a.column) for a in aggs if a.column is not None} - {
+            (a.side, a.column) for a in aggs if a.column is not None and a.func != "count"}
+        self.gstats = {c: GroupStats(*self._build_values(c), bs.group_rows, bs.group_start, c) for c in build_cols}
+
+    def _build_values(self, c: str) -> tuple[np.ndarray, np.ndarray | None]:
+        col = self.bs.table[c]
+        return validity(col) if ("build", c) in self.counted else numeric(col)
+
+    def _probe_values(self, ch: Any, c: str, rows: np.ndarray, whole: bool) -> tuple:
+        if ("probe", c) in self.counted:
+            return (*validity(ch.arrow(c, rows, whole)), None)
+        return ch.numeric(c, rows, whole)
 
     def chunk(self, ch: Any, r: Any, pos, grp, unmatched, whole: bool) -> None:
         rows, w = self._outer.probe_weights(self.bs, self.how, pos, grp, unmatched)
@@ -232,7 +253,7 @@ class AggSink:
         if rows.shape[0] == 0:
             r.partial = [empty(a) for a in self.aggs]
             return
-        values = {c: ch.numeric(c, rows, whole) for c in self.probe_cols}
+        values = {c: self._probe_values(ch, c, rows, whole) for c in self.probe_cols}
         out = []
         for a in self.aggs:
             if a.column is None:
@@ -251,7 +272,7 @@ class AggSink:
             if a.column is None:
                 out.append(rows.shape[0])
             elif a.side == "build" and rows.shape[0]:
-                out.append(fold(a.func, *numeric(self.bs.table[a.column]), rows, None))
+                out.append(fold(a.func, *self._build_values(a.column), rows, None))
             else:
                 out.append(empty(a))
         return out

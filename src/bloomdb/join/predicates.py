@@ -12,13 +12,16 @@ matches fail the predicate comes out unmatched (SQL: joining ``(SELECT * FROM pr
 Literals compare as DuckDB compares them: NaN orders above every number and equals NaN (``NaN > 3``
 and ``x <= NaN`` are true, in literals and in ``in`` lists alike), -0.0 equals 0.0, an integer
 literal outside an integer column's type is decided by the range (``u8 < 300`` holds for every
-row, ``u8 == 256`` for none), and a float literal meets an integer column as float64. A chunk whose
+row, ``u8 == 256`` for none), a float literal meets an integer column as float64, and a date /
+datetime literal meets a date or timestamp column exactly (a date is its midnight; a literal finer
+than the column's unit is not truncated: ``d >= datetime(2020, 1, 1, 12)`` excludes 2020-01-01). A chunk whose
 min/max statistics (or a hive partition value) show that no row can pass is skipped before any
 read, in every kind of join (:meth:`Predicate.may_pass`).
 """
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,7 +144,54 @@ def _compare(arr: pa.Array, op: str, value: Any) -> pa.Array:
                     ">": _constant(arr, False), ">=": nan}[op]
         out = getattr(pc, _CMP[op])(arr, pa.scalar(float(value), t) if t != pa.float16() else float(value))
         return pc.or_(out, nan) if op in (">", ">=", "!=") else out  # NaN orders above every number
+    common = _temporal_common(t, (value,))
+    if common is not None:  # a date or instant literal finer than the column: compare exactly
+        return getattr(pc, _CMP[op])(arr.cast(common), _temporal_scalar(value, common))
     return getattr(pc, _CMP[op])(arr, pa.scalar(value, t))
+
+
+_UNITS = ("s", "ms", "us", "ns")
+
+
+def _unit_of(x: Any) -> str | None:
+    """The finest unit a date / datetime / pandas Timestamp literal carries (None: not temporal)."""
+    if hasattr(x, "nanosecond") and isinstance(x, datetime.datetime):
+        return "ns"
+    if isinstance(x, datetime.datetime):
+        return "us"
+    if isinstance(x, datetime.date):
+        return "s"
+    return None
+
+
+def _column_unit(t: pa.DataType) -> str | None:
+    if pa.types.is_timestamp(t):
+        return t.unit
+    return "s" if pa.types.is_date32(t) else ("ms" if pa.types.is_date64(t) else None)
+
+
+def _temporal_common(t: pa.DataType, values: Any) -> pa.DataType | None:
+    """The timestamp type a date / timestamp column and date / datetime literals compare in
+    exactly (the finer unit; the column's zone), as DuckDB compares them (a date is its midnight);
+    None when the column or a literal is not temporal or no literal is finer than the column
+    (then the column's own type holds every literal exactly)."""
+    col_unit = _column_unit(t)
+    units = [_unit_of(v) for v in values if v is not None]
+    if col_unit is None or not units or None in units:
+        return None
+    unit = max([col_unit, *units], key=_UNITS.index)
+    if pa.types.is_timestamp(t) and unit == col_unit and all(isinstance(v, datetime.datetime) for v in values
+                                                             if v is not None):
+        return None
+    if pa.types.is_date(t) and all(type(v) is datetime.date for v in values if v is not None):
+        return None
+    return pa.timestamp(unit, tz=t.tz if pa.types.is_timestamp(t) else None)
+
+
+def _temporal_scalar(value: Any, t: pa.DataType) -> pa.Scalar:
+    if not isinstance(value, datetime.datetime):  # a date is its midnight
+        value = datetime.datetime(value.year, value.month, value.day)
+    return pa.scalar(value, t)
 
 
 def _is_in(arr: pa.Array, values: tuple) -> pa.Array:
@@ -158,6 +208,9 @@ def _is_in(arr: pa.Array, values: tuple) -> pa.Array:
     elif pa.types.is_integer(t):
         lo, hi = _int_range(t)
         values = [v for v in values if not _is_int(v) or lo <= int(v) <= hi]
+    elif (common := _temporal_common(t, values)) is not None:
+        arr, t = arr.cast(common), common
+        values = [_temporal_scalar(v, t).as_py() for v in values]
     try:
         value_set = pa.array(values, t)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):  # e.g. a string against ints

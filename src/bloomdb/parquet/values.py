@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidArgument
+from ..pyvalues import array_from_values
 from ..keys import KeyBatch
 
 __all__ = ["ColumnType", "Encoded", "column_type", "encode", "in_bounds"]
@@ -152,14 +153,14 @@ def _as_array(values: Any) -> pa.Array | _Ints:
         return values.dictionary_decode() if pa.types.is_dictionary(values.type) else values
     if isinstance(values, (str, bytes, int, float)) or np.ndim(values) != 1:
         raise InvalidArgument(f"values must be a one-dimensional batch, got {type(values).__name__}")
-    if isinstance(values, np.ndarray) and values.dtype.kind in "iuf":
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iufM":  # M: datetime64, in its own unit
         return pa.array(values)
     values = list(values)
     if values and all((type(v) is int or isinstance(v, np.integer)) for v in values):
         return _Ints.from_list(values)
     try:
-        return pa.array(values)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        return array_from_values(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as exc:
         raise InvalidArgument(f"values must be all integers, all floats or all str/bytes: {exc}") from None
 
 

@@ -203,7 +203,7 @@ class Directory:
         #: the arrays the lookup kernel reads each table through (their addresses are in the
         #: slot's S_T* words) are the table's own for its whole life (:meth:`Table.lookup_arrays`),
         #: and ``slots`` holds the tables: so the mapped files stay open while this directory
-        #: can be probed (a map with exported buffers refuses to close). No tuple per slot is
+        #: can be probed (a map lives as long as any array made on it). No tuple per slot is
         #: kept (one tracked object per table and directory, see :func:`_keep`).
         self._budgets = [seeks.budget(r.table) for r in slots]  # LevelDB's allowed_seeks (:mod:`.seeks`)
         #: the filters' arrays the records point at (each its filter's own, in place): held here so

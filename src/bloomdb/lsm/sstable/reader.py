@@ -94,7 +94,11 @@ class Table:
         self.number = number
         buf = fs.read_all(path)
         self._buf = buf
-        self._arr = np.frombuffer(buf, dtype=np.uint8) if len(buf) else np.zeros(0, np.uint8)
+        # the map itself as the array's base (``np.frombuffer`` would put a memoryview and its
+        # managed buffer between them: two more objects per table the garbage collector
+        # tracks); the map lives as long as any array or view of it, and nothing closes it
+        n = len(buf)
+        self._arr = np.ndarray((n,), np.uint8, buffer=buf) if n else np.zeros(0, np.uint8)
         self.file_size = len(buf)
         if not self._open_fast():
             self._open_checked()
