@@ -12,7 +12,8 @@ matches fail the predicate comes out unmatched (SQL: joining ``(SELECT * FROM pr
 Literals compare as DuckDB compares them: NaN orders above every number and equals NaN (``NaN > 3``
 and ``x <= NaN`` are true, in literals and in ``in`` lists alike), -0.0 equals 0.0, an integer
 literal outside an integer column's type is decided by the range (``u8 < 300`` holds for every
-row, ``u8 == 256`` for none), a float literal meets an integer column as float64, and a date /
+row, ``u8 == 256`` for none), a float literal meets an integer or float32 column as float64 (an
+integer literal meets a float column as the column's type), and a date /
 datetime literal meets a date or timestamp column exactly (a date is its midnight; a literal finer
 than the column's unit is not truncated: ``d >= datetime(2020, 1, 1, 12)`` excludes 2020-01-01). A chunk whose
 min/max statistics (or a hive partition value) show that no row can pass is skipped before any
@@ -124,7 +125,8 @@ def _unsigned_zero(arr: pa.Array) -> pa.Array:
 def _compare(arr: pa.Array, op: str, value: Any) -> pa.Array:
     """``arr <op> value`` as DuckDB answers it: NaN equals NaN and orders above every number,
     -0.0 equals 0.0, an integer column against an integer literal outside its type's range is
-    decided by the range, and against a float literal compares as float64."""
+    decided by the range, and against a float literal compares as float64 (so does a float32
+    column: ``float32(0.1) == 0.1`` is false, as in DuckDB)."""
     t = arr.type
     if pa.types.is_dictionary(t):
         arr, t = arr.dictionary_decode(), t.value_type
@@ -138,6 +140,8 @@ def _compare(arr: pa.Array, op: str, value: Any) -> pa.Array:
             return _constant(arr, _ABOVE[op])
         return getattr(pc, _CMP[op])(pc.cast(arr, pa.float64(), safe=False), pa.scalar(float(value), pa.float64()))
     if pa.types.is_floating(t) and (_is_float(value) or _is_int(value)):
+        if _is_float(value) and t != pa.float64():  # a float literal is a double: float32 rows meet it as float64
+            arr, t = pc.cast(arr, pa.float64()), pa.float64()
         nan = pc.is_nan(arr)
         if value != value:  # NaN literal: equal to NaN rows, above every number
             return {"==": nan, "=": nan, "!=": pc.invert(nan), "<": pc.invert(nan), "<=": _constant(arr, True),
@@ -208,11 +212,18 @@ def _is_in(arr: pa.Array, values: tuple) -> pa.Array:
     elif pa.types.is_integer(t):
         lo, hi = _int_range(t)
         values = [v for v in values if not _is_int(v) or lo <= int(v) <= hi]
+    elif pa.types.is_floating(t) and values and all(_is_float(v) or _is_int(v) for v in values):
+        if any(_is_float(v) for v in values) and t != pa.float64():  # a double in the list: compare as float64
+            arr, t = pc.cast(arr, pa.float64()), pa.float64()
+        values = [float(v) for v in values]  # integers as the column's floats (huge ones rounded, as DuckDB casts)
     elif (common := _temporal_common(t, values)) is not None:
         arr, t = arr.cast(common), common
         values = [_temporal_scalar(v, t).as_py() for v in values]
     try:
-        value_set = pa.array(values, t)
+        if pa.types.is_floating(t) and values and all(isinstance(v, float) for v in values):
+            value_set = pa.array(np.array(values, np.float64)).cast(t, safe=False)  # rounded, never refused
+        else:
+            value_set = pa.array(values, t)
     except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):  # e.g. a string against ints
         value_set = pa.array(values)
     if pa.types.is_floating(t) and pa.types.is_floating(value_set.type):
