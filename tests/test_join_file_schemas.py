@@ -48,3 +48,21 @@ def test_files_with_different_schemas_join_as_duckdb_union_by_name(files, how, o
     agg = hash_join(paths, BUILD, on="k", how=how, aggregates=["sum(k)", "count(*)"])
     s, n = con.sql(f"SELECT sum(p.k), count(*) FROM {src} p {KIND[how]} JOIN b ON p.k = b.k").fetchall()[0]
     assert (agg["sum(k)"], agg["count(*)"]) == (s, n)
+
+
+@pytest.mark.parametrize("how", sorted(KIND))
+def test_a_folder_whose_first_file_is_narrower_joins_as_duckdb(tmp_path, files, how):
+    """pyarrow's dataset schema of a folder is its first file's (k int32): a later file's int64
+    key must be read widened, never cast down (ArrowInvalid) or refused."""
+    import shutil
+
+    for i, f in enumerate(files[:2]):
+        shutil.copy(f, tmp_path / f"{i}.parquet")
+    got = hash_join(str(tmp_path), BUILD, on="k", how=how)
+    con = duckdb.connect()
+    con.register("b", BUILD)
+    src = f"read_parquet('{tmp_path}/*.parquet', union_by_name=true)"
+    outer = how in ("right", "full")
+    sel = "p.*" if how in ("semi", "anti") else f"{'coalesce(p.k, b.k) AS k' if outer else 'p.k'}, p.v, b.w"
+    want = collections.Counter(con.sql(f"SELECT {sel} FROM {src} p {KIND[how]} JOIN b ON p.k = b.k").fetchall())
+    assert collections.Counter(tuple(r.values()) for r in got.to_pylist()) == want

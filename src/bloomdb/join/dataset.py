@@ -49,8 +49,9 @@ def dataset_files(obj: Any) -> tuple[list[ProbeFile], pa.Schema | None] | None:
     """``(files, schema)`` of a multi-file probe input — a folder of Parquet files (hive
     partitions read from the paths), a glob, a list of paths or a file-based
     ``pyarrow.dataset.Dataset`` — or None when ``obj`` is not one. ``schema`` is the dataset's
-    (partition columns included) or None for a plain list or glob (then the files' schemas are
-    unified as DuckDB's ``union_by_name``: int32 with int64 is int64, a missing column is null)."""
+    (partition columns included) or None for a plain list or glob; either way the scan unifies it
+    with the files' own schemas as DuckDB's ``union_by_name`` (int32 with int64 is int64, a
+    missing column is null)."""
     import pyarrow.dataset as ds
 
     if isinstance(obj, (list, tuple)) and obj and all(isinstance(p, (str, os.PathLike, ProbeFile)) for p in obj):
@@ -153,7 +154,9 @@ class MultiSource(ProbeSource):
             raise InvalidArgument("the probe dataset holds no file")
         self.parts = [open_source(f.path, verify, chunk_rows) for f in files]
         self.labels = [f.path for f in files]
-        self.schema = schema if schema is not None else _unified([p.schema for p in self.parts])
+        # the dataset's schema (partition columns) widened by every file's own: a file's column
+        # is never read as a narrower type than it holds
+        self.schema = _unified(([schema] if schema is not None else []) + [p.schema for p in self.parts])
         self.consts: list[dict[str, pa.Scalar]] = []
         for f, part in zip(files, self.parts):
             c = {n: pa.scalar(f.partition.get(n), self.schema.field(n).type)
