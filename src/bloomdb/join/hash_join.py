@@ -145,7 +145,8 @@ def hash_join(
     ``"right"`` (every build row; probe columns null where no probe row matches); ``"full"`` (both);
     ``"semi"`` (probe rows with a match, once); ``"anti"`` (probe rows without a match, null keys
     included). In right and full joins the probe key columns are filled from the build keys on
-    build-only rows (``USING`` / pandas coalescing). Where the build-side filter saves work:
+    build-only rows (``USING`` / pandas coalescing), unless ``columns`` names them ``"probe.k"``:
+    that is the probe row's own value, null on build-only rows. Where the build-side filter saves work:
     inner, semi and right joins skip, for every probe row it rejects, the hash probe and the
     decoding of every other column; left, full and anti joins must return rejected rows too, so
     there it saves the hash probes and the build-side lookups only (every probe column is decoded).

@@ -111,7 +111,10 @@ def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, p
     out = []
     for c in columns:
         side, name = resolve(c, probe, build, how)
-        out.append(OutColumn(side, name, c, fills.get(name) if side == "probe" else None))
+        # "k" is the joined key (coalesced, as USING); "probe.k" is the probe row's own value (null
+        # on build-only rows, as DuckDB's l.k)
+        coalesced = side == "probe" and not c.startswith("probe.")
+        out.append(OutColumn(side, name, c, fills.get(name) if coalesced else None))
     if len({o.out for o in out}) != len(out):
         raise InvalidArgument("output column names must be unique")
     return out
