@@ -41,6 +41,16 @@ def test_filter_bench_sweep_and_plot(tmp_path, capsys):
     assert "standard:6" in text and "blocked:10" in text
 
 
+def test_filter_bench_families_without_a_sweep_is_refused_not_ignored(capsys):
+    """``--families`` chooses the families of ``--sweep`` / ``--equal-fpr``; alone it used to be
+    ignored (the default ``blocked:10`` was benched instead of the family asked for)."""
+    with pytest.raises(SystemExit) as e:
+        main(["filter-bench", "--families", "ribbon", "--keys", "1000", "--repeats", "1"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2
+    assert "--impl ribbon" in err and "Traceback" not in err
+
+
 def test_filter_bench_str_keys():
     r = fb.run_one("standard:8", n=5000, key_type="str", absent=50_000, repeats=1)
     assert r.key_type == "str" and 0.01 < r.fpr < 0.04

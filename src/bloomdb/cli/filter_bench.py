@@ -36,6 +36,11 @@ def run(args: argparse.Namespace) -> int:
     from .. import filters
     from ..bench import filter_bench as fb
 
+    if args.families and not (args.sweep or args.equal_fpr):
+        from ..errors import InvalidArgument
+
+        raise InvalidArgument("--families chooses the families of --sweep and --equal-fpr; "
+                              f"to bench one run of them give --impl {args.families}")
     if args.equal_fpr:
         return _run_equal_fpr(args)
     if args.sweep:
