@@ -13,7 +13,8 @@ Literals compare as DuckDB compares them: NaN orders above every number and equa
 and ``x <= NaN`` are true, in literals and in ``in`` lists alike), -0.0 equals 0.0, an integer
 literal outside an integer column's type is decided by the range (``u8 < 300`` holds for every
 row, ``u8 == 256`` for none), a float literal meets an integer or float32 column as float64 (an
-integer literal meets a float column as the column's type), and a date /
+integer literal meets a float column as the column's type), a boolean column meets an integer
+as 1 / 0, and a date /
 datetime literal meets a date or timestamp column exactly (a date is its midnight; a literal finer
 than the column's unit is not truncated: ``d >= datetime(2020, 1, 1, 12)`` excludes 2020-01-01). A chunk whose
 min/max statistics (or a hive partition value) show that no row can pass is skipped before any
@@ -122,6 +123,14 @@ def _unsigned_zero(arr: pa.Array) -> pa.Array:
     return pc.add(arr, pa.scalar(0.0, arr.type))
 
 
+def _bool_as_number(arr: pa.Array, t: pa.DataType, values) -> tuple[pa.Array, pa.DataType]:
+    """A boolean column met by integer literals is compared as integers (true 1, false 0), as DuckDB
+    casts it (a float literal is refused, as DuckDB refuses BOOLEAN < DOUBLE)."""
+    if not pa.types.is_boolean(t) or not values or not all(_is_int(v) for v in values):
+        return arr, t
+    return pc.cast(arr, pa.int64()), pa.int64()
+
+
 def _compare(arr: pa.Array, op: str, value: Any) -> pa.Array:
     """``arr <op> value`` as DuckDB answers it: NaN equals NaN and orders above every number,
     -0.0 equals 0.0, an integer column against an integer literal outside its type's range is
@@ -130,6 +139,7 @@ def _compare(arr: pa.Array, op: str, value: Any) -> pa.Array:
     t = arr.type
     if pa.types.is_dictionary(t):
         arr, t = arr.dictionary_decode(), t.value_type
+    arr, t = _bool_as_number(arr, t, (value,))
     if pa.types.is_integer(t) and _is_int(value):
         lo, hi = _int_range(t)
         if not lo <= int(value) <= hi:
@@ -206,6 +216,7 @@ def _is_in(arr: pa.Array, values: tuple) -> pa.Array:
     if pa.types.is_dictionary(t):
         arr, t = arr.dictionary_decode(), t.value_type
     values = [v for v in values if v is not None]
+    arr, t = _bool_as_number(arr, t, values)
     if pa.types.is_integer(t) and any(_is_float(v) for v in values):
         arr, t = pc.cast(arr, pa.float64(), safe=False), pa.float64()
         values = [float(v) if _is_int(v) else v for v in values]
