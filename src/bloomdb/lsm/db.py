@@ -341,7 +341,7 @@ class DB(WritePath, DictForms):
         if type(key) is not bytes:
             key = _key(key)
         if snapshot is not None:
-            snapshot.seq_for(self)  # released, or another store's: raises
+            snap = snapshot.seq_for(self)  # released, or another store's: raises
         mem, imm, ver = state = self._state
         if mem.rdels or ver.range_dels or (imm is not None and imm.rdels):
             if c := rangedel.covered(self, state, snapshot, (key,)):
@@ -361,7 +361,6 @@ class DB(WritePath, DictForms):
                 r = self._reads.finish(ver, key, MAX_SEQ, st, s, a)
                 return default if r is MISSING or r is DELETED else r
             return default if v is None else v
-        snap = snapshot.seq
         v = mem.value(key, snap)
         if v is _ABSENT_HERE and imm is not None:
             v = imm.value(key, snap)

@@ -15,8 +15,7 @@ the store's own call.
 
 from __future__ import annotations
 
-from ..errors import KeyTypeError
-from .batch import BoundBatch, key_bytes
+from .batch import BoundBatch, WriteBatch, key_bytes
 from .iterator import prefix_end
 
 
@@ -160,15 +159,9 @@ class PrefixedBatch(BoundBatch):
         return super().put(self._prefix + key_bytes(key), value)
 
     def put_many(self, pairs) -> "PrefixedBatch":
+        checked = WriteBatch().put_many(pairs).ops  # WriteBatch's own checks and conversions
         p = self._prefix
-        new = []
-        for pair in pairs if type(pairs) is list else list(pairs):
-            try:
-                key, value = pair
-            except (TypeError, ValueError):
-                raise KeyTypeError(f"put_many takes (key, value) pairs, not {pair!r:.60}") from None
-            new.append((p + key_bytes(key), value))
-        return super().put_many(new)
+        return super().put_many([(p + key, value) for key, value in checked])
 
     def delete(self, key) -> "PrefixedBatch":
         return super().delete(self._prefix + key_bytes(key))
