@@ -86,9 +86,27 @@ def wrap(cls, name, label):
     setattr(cls, name, timed)
 
 
+moves = [0]
+by_level = collections.defaultdict(lambda: [0, 0, 0.0])
+_real_run = BG.executor.run
+
+
+def counted_run(task, version, ctx):
+    t = time.perf_counter()
+    out = _real_run(task, version, ctx)
+    moves[0] += task.trivial_move
+    e = by_level[task.level]
+    e[0] += 1
+    e[1] += out[2]
+    e[2] += time.perf_counter() - t
+    return out
+
+
+BG.executor.run = counted_run
 wrap(DBM.DB, "_flush_imm", "flush (table write + install)")
 wrap(BG.Background, "run_task", "compaction (+ install)")
 wrap(VS.VersionSet, "write_edit", "manifest edit (no store lock)")
+wrap(BG.Background, "pick", "pick (which compaction next)")
 wrap(VS.VersionSet, "save", "manifest write (store lock held)")
 
 n, mode = int(sys.argv[1]), sys.argv[2]
@@ -118,5 +136,9 @@ for label, (m, w, cc) in steps.items():
     print(f"  {label:<34} calls {m:4d}  wall {w:6.2f}s  cpu {cc:6.2f}s")
 print("  gc " + ", ".join(f"gen{g}: {m} passes {w:.2f}s" for g, (m, w) in sorted(gc_passes.items())))
 print("  tables per level at the end", [len(lv) for lv in db._version.levels])
+print("  compactions", db._stats["compactions"], "trivial moves", moves[0], "bytes compacted", db._stats["bytes_compacted"],
+      "wal bytes", db._stats["wal_bytes"] + db._log.bytes)
+for lvl, (m, b, w) in sorted(by_level.items()):
+    print(f"    from L{lvl}: {m} compactions, {b / 1e6:.0f} MB written, {w:.2f}s wall")
 db.close()
 shutil.rmtree(root)

@@ -54,17 +54,41 @@ class ManifestState:
     tables: list[tuple[int, TableInfo]] = field(default_factory=list)  # (level, info)
 
 
-def encode(s: ManifestState) -> bytes:
+def _table_bytes(level: int, t: TableInfo) -> bytes:
+    """One table's part of a manifest record."""
+    return b"".join((_TABLE.pack(level, t.number, t.file_size, t.entries, t.min_seq, t.max_seq),
+                     struct.pack("<I", len(t.min_key)), t.min_key, struct.pack("<I", len(t.max_key)), t.max_key))
+
+
+def encode(s: ManifestState, cache: dict | None = None) -> bytes:
+    """``s`` as one manifest record. ``cache`` (``table number << 3 | level -> (TableInfo, bytes)``,
+    kept by the caller between records): each table's part is encoded once per level it lives at
+    (and again if another ``TableInfo`` object comes under the same number) -- a store
+    rewrites every table's facts in every edit, ~3 us each, so an edit of a 300-table store cost
+    ~1 ms of the interpreter's time, taken from the writer. The caller keeps one cache per store
+    and prunes it (:func:`prune`)."""
     parts = [_STATE.pack(s.next_file, s.last_seq, s.log_number, len(s.tables))]
-    for level, t in s.tables:
-        parts.append(_TABLE.pack(level, t.number, t.file_size, t.entries, t.min_seq, t.max_seq))
-        parts.append(struct.pack("<I", len(t.min_key)))
-        parts.append(t.min_key)
-        parts.append(struct.pack("<I", len(t.max_key)))
-        parts.append(t.max_key)
+    if cache is None:
+        parts.extend(_table_bytes(level, t) for level, t in s.tables)
+    else:
+        for level, t in s.tables:
+            k = t.number << 3 | level
+            hit = cache.get(k)
+            if hit is None or hit[0] is not t:  # the part of this very TableInfo, or encode it
+                hit = cache[k] = (t, _table_bytes(level, t))
+            parts.append(hit[1])
     body = b"".join(parts)
     head = _HEAD.pack(MAGIC, VERSION, crc32c(body), len(body))
     return head + struct.pack("<I", crc32c(head)) + body
+
+
+def prune(cache: dict, s: ManifestState) -> None:
+    """Drop from an :func:`encode` cache the tables ``s`` no longer lists, once it holds twice
+    as many parts as ``s`` has tables (amortised O(1) per record)."""
+    if len(cache) > 2 * len(s.tables) + 64:
+        live = {t.number << 3 | level for level, t in s.tables}
+        for k in [k for k in cache if k not in live]:
+            del cache[k]
 
 
 def rewrite_due(file_bytes: int, record_bytes: int) -> bool:

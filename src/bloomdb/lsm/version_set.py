@@ -71,6 +71,7 @@ class VersionSet:
         self.writing = False  # an edit is between prepare() and commit()/abort()
         self._mf = None  # the manifest opened for appends (only after this process wrote it whole)
         self._mf_bytes = -1  # its size; -1: not written whole by this process (the next write replaces it)
+        self._parts: dict = {}  # each table's encoded manifest part (:func:`.manifest.encode`'s cache)
 
     def release(self) -> None:
         """Forget every table (the store is closing): the current version becomes empty, so each
@@ -189,7 +190,7 @@ class VersionSet:
         reservation), ``last_seq`` and the oldest log still needed."""
         tables = [(r.level, r.info) for r in self.current.all_refs()]
         state = mf.ManifestState(max(self.reserved, self.next_file), last_seq, log_number, tables)
-        self._write_manifest(mf.encode(state))
+        self._write_manifest(self._encode(state))
         self.log_number = log_number
 
     def _write_manifest(self, record: bytes) -> None:
@@ -234,7 +235,13 @@ class VersionSet:
     def write_edit(self, edit: Edit) -> None:
         """Write ``edit``'s manifest record (durably, :meth:`_write_manifest`). Needs no lock:
         nothing else writes the manifest while :attr:`writing` is set."""
-        self._write_manifest(mf.encode(edit.state))
+        self._write_manifest(self._encode(edit.state))
+
+    def _encode(self, state: mf.ManifestState) -> bytes:
+        """``state``'s record, each table's part taken from :attr:`_parts` when encoded before."""
+        record = mf.encode(state, self._parts)
+        mf.prune(self._parts, state)
+        return record
 
     def commit(self, edit: Edit) -> Version:
         """``edit`` is durable: make its version current; returns the version it replaced."""
