@@ -217,3 +217,29 @@ def test_the_flush_sorts_a_memtable_like_the_per_entry_reference(seed):
     kd2, ko2, tr2, vd2, vo2 = m.table_arrays()
     assert np.array_equal(kd2, kd) and np.array_equal(ko2, ko) and np.array_equal(tr2, tr)
     assert [vd2[vo2[i] : vo2[i + 1]].tobytes() for i in range(len(tr))] == [v or b"" for _, _, v in ref]
+
+
+def test_the_tables_a_compaction_replaced_are_dropped_in_the_release_thread_and_by_close(tmp_path):
+    # dropping the replaced version unmaps its tables (a system call that gives the GIL up and a
+    # wait to take it back): done in the release thread, never in the compacting thread; close
+    # waits for it, so no input table is left mapped after close
+    import weakref
+
+    from lsm_helpers import small_options
+
+    dropped_in = []
+    db = DB.open(str(tmp_path / "db"), small_options(background_compaction=False))
+    try:
+        for i in range(3000):
+            db.put(b"k%06d" % (i * 7919 % 3000), b"v" * 40)
+        db.flush()
+        olds = {r.number for r in db._version.all_refs()}
+        assert olds
+        for r in db._version.all_refs():  # no strong reference kept: the version's drop is the last
+            weakref.finalize(r.table, lambda: dropped_in.append(threading.current_thread().name))
+        del r
+        db.compact_range()  # inline store: the compaction runs in this thread
+        assert not {r.number for r in db._version.all_refs()} & olds
+    finally:
+        db.close()
+    assert dropped_in and all(n.startswith("bloomdb-lsm-release") for n in dropped_in), set(dropped_in)

@@ -27,6 +27,7 @@ release the GIL for the bulk of the work).
 
 from __future__ import annotations
 
+import os
 import threading
 
 from .compaction import executor, policy, seek
@@ -72,6 +73,8 @@ class Background:
     def __init__(self, db, threaded: bool):
         self.db = db
         self.compact_pointers: dict[int, bytes] = {}
+        self._releases: list = []  # futures of replaced versions dropped in the file writer thread
+        self._releases_pid = os.getpid()  # the process that queued them
         self._shapes: dict = {}  # table number -> (its TableInfo, its shape) (:meth:`_shapes_of`)
         self.seek_due: tuple[int, int] | None = None  # (level, table number) whose seek budget ran out
         self.compaction_lock = threading.Lock()  # one compaction at a time (thread or manual)
@@ -110,6 +113,7 @@ class Background:
         if self.started:
             self.flusher.join()
             self.thread.join()
+        self.wait_released()
 
     # -- scheduling ---------------------------------------------------------------------------
     def pick(self):
@@ -239,6 +243,7 @@ class Background:
                     if level >= deepest and not v.levels[level]:
                         break
                     task = _range_task(v, level, lo, hi, deepest)
+                    del v  # the version the task replaces is dropped in the release thread (run_task)
                 if task is not None:
                     self.run_task(task)
         with self.db._lock:
@@ -260,6 +265,23 @@ class Background:
         except BaseException as e:
             db._fail(e)
             raise
+        # the replaced version's tables are unmapped in the file writer thread, not here
+        holder = [version]
+        del version  # before the release thread empties the holder: its drop must be the last one
+        self._releases = [f for f in self._releases if not f.done()]
+        self._releases.append(executor.release_later(holder))
+        self._releases_pid = os.getpid()
+
+    def wait_released(self) -> None:
+        """Wait until every version a compaction replaced was dropped by the file writer thread
+        (:func:`.compaction.executor.release_later`; the store is closing: its files are
+        unmapped before ``close`` returns, unless a reader still holds them). In a process forked
+        after the releases were queued they never run (the child has no file writer thread of its
+        parent's): they are forgotten."""
+        if self._releases and self._releases_pid != os.getpid():
+            self._releases.clear()
+        while self._releases:
+            self._releases.pop().result()
 
 
 def _shape(r) -> policy.TableShape:
