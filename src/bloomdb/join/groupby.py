@@ -152,7 +152,7 @@ class GroupSink:
                     inputs[f"b{j}"] = bound
                     specs.append((f"b{j}", "sum"))
             if a.func in ("min", "max"):
-                if pa.types.is_boolean(v.type):
+                if pa.types.is_boolean(v.type) or pa.types.is_duration(v.type):  # Arrow's hash min/max: no duration kernel
                     v = v.cast(pa.int64())
                 if pa.types.is_floating(v.type):
                     nan = pc.fill_null(pc.is_nan(v), False)

@@ -59,7 +59,7 @@ def _sink(how, columns, aggregates, group_by, src, bschema, pkeys, bkeys, suffix
         return (lambda bs: make_group_sink(groups, aggs, bs, how, src.schema)), cols
     if aggregates is not None:
         aggs = parse_aggregates(aggregates, src.schema, bschema, how)
-        return (lambda bs: AggSink(aggs, bs, how)), [a.column for a in aggs if a.side == "build" and a.column]
+        return (lambda bs: AggSink(aggs, bs, how, src.schema)), [a.column for a in aggs if a.side == "build" and a.column]
     outs = output_columns(columns, how, src.schema, bschema, pkeys, bkeys, suffix)
     cols = [o.name for o in outs if o.side == "build"] + [o.fill for o in outs if o.fill]
     return (lambda bs: RowSink(outs, bs, how, src.schema)), cols

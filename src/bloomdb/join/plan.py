@@ -133,12 +133,25 @@ def _numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
 
 
+def orderable(t: pa.DataType) -> bool:
+    """Whether ``min`` / ``max`` of a column of type ``t`` answer (as DuckDB's): numbers, bool,
+    dates, times, timestamps, durations, decimals, strings and binary (by their bytes), and
+    dictionaries of those. Intervals and nested types are refused."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return (_numeric(t) or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_timestamp(t)
+            or pa.types.is_duration(t) or pa.types.is_decimal(t) or pa.types.is_string(t)
+            or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+            or pa.types.is_fixed_size_binary(t))
+
+
 def parse_aggregates(aggregates: Any, probe: pa.Schema, build: pa.Schema | None = None,
                      how: str = "inner") -> list[Agg]:
     """``["sum(x)", "count(*)", ("max", "y"), "avg(build.z)"]`` or ``{"total": "sum(x)", ...}``.
 
-    Columns resolve as in ``columns`` (probe first; ``build.x`` for a build column); sum, avg,
-    min and max need numeric or bool columns; ``count(*)`` counts result rows.
+    Columns resolve as in ``columns`` (probe first; ``build.x`` for a build column); sum and avg
+    need numeric or bool columns, min and max also take dates, times, timestamps, durations,
+    decimals, strings and binary (:func:`orderable`); ``count(*)`` counts result rows.
     """
     build = build if build is not None else pa.schema([])
     if isinstance(aggregates, dict):
@@ -168,7 +181,9 @@ def parse_aggregates(aggregates: Any, probe: pa.Schema, build: pa.Schema | None 
         if col is not None:
             side, cname = resolve(col, probe, build, how, "aggregate column")
             t = (probe if side == "probe" else build).field(cname).type
-            if func != "count" and not _numeric(t):
+            if func in ("min", "max") and not orderable(t):
+                raise InvalidArgument(f"{func}({col}): column type {t} has no order to take a {func} in")
+            if func in ("sum", "avg") and not _numeric(t):
                 raise InvalidArgument(f"{func}({col}): column type {t} is not numeric")
         label = name if name is not None else f"{func}({col if col is not None else '*'})"
         out.append(Agg(func, cname, label, side))
