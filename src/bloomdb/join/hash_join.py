@@ -20,7 +20,7 @@ from .adaptive import AdaptivePolicy
 from .aggregate import AggSink
 from .build import BuildSide
 from .compare import KeyDomain, key_domain
-from .dataset import open_build, open_probe
+from .dataset import index_keys, open_build, open_probe
 from .keys import Packer, combine, from_arrow
 from .plan import HOWS, KEEPS_BUILD, KEEPS_PROBE, output_columns, parse_aggregates, parse_group_by, parse_on
 from .predicates import parse_where
@@ -133,7 +133,8 @@ def hash_join(
     files, a ``pyarrow.dataset.Dataset``, a ``RecordBatchReader`` or in-memory data; only the
     columns the join needs are read, and held in memory.
 
-    ``on``: the key column name on both sides, or a list of names: a multi-column key (rows match
+    ``on``: the key column name on both sides (a pandas DataFrame's named index level too, as in
+    pandas' ``merge``: it becomes a column), or a list of names: a multi-column key (rows match
     when every column matches; a null in any key column never matches); ``left_on`` /
     ``right_on``: the probe's and the build's key columns when their names differ (pandas-style,
     lists of equal length). Min/max and Parquet Bloom pruning use the first key column. Keys
@@ -186,8 +187,8 @@ def hash_join(
         raise InvalidArgument("stream=True returns rows; aggregates and group_by return one small result")
     policy = AdaptivePolicy(pushdown, threshold=adaptive_threshold)
     pkeys, bkeys = parse_on(on, left_on, right_on)
-    src = open_probe(probe, verify, chunk_rows)
-    build = open_build(build)
+    src = open_probe(index_keys(probe, pkeys, "probe"), verify, chunk_rows)
+    build = open_build(index_keys(build, bkeys, "build"))
     bschema = schema_of(build)
     domains = _domains(src, bschema, pkeys, bkeys)
     preds = parse_where(where, src.schema)

@@ -23,6 +23,8 @@ class RowSink:
     def __init__(self, outs: list[OutColumn], bs: BuildSide, how: str, probe_schema: pa.Schema):
         self.outs, self.bs, self.how = outs, bs, how
         types = [(probe_schema if o.side == "probe" else bs.table.schema).field(o.name).type for o in outs]
+        # a null-typed probe key filled from its build key takes the build key's type (DuckDB's USING)
+        types = [bs.table.schema.field(o.fill).type if o.fill and pa.types.is_null(t) else t for o, t in zip(outs, types)]
         self.schema = pa.schema([pa.field(o.out, t) for o, t in zip(outs, types)])
         self.fans_out = bool(bs.groups) and int(bs.group_count.max()) > 1
         self.grouped = {o.name: fanout.GroupedColumn(bs.table[o.name], bs.group_rows)
