@@ -81,6 +81,8 @@ class GroupSink:
         for g, k in zip(groups, self.keys):
             t = (probe_schema if g.side == "probe" else bs.table.schema).field(g.name).type
             types[k] = pa.int64() if g.side == "build" else (t.value_type if pa.types.is_dictionary(t) else t)
+            if g.fill is not None and pa.types.is_null(t):  # a null-typed joined key takes the build key's type
+                types[k] = _plain(bs.table[g.fill]).type
         self.key_types = types
         self.atypes = [None if a.column is None else
                        (probe_schema if a.side == "probe" else bs.table.schema).field(a.column).type for a in aggs]
@@ -121,7 +123,13 @@ class GroupSink:
         n = rows.shape[0]
         cols = {}
         for g, k in zip(self.groups, self.keys):
-            cols[k] = pa.array(self.codes[rows]) if g.side == "build" else pa.nulls(n, self.key_types[k])
+            if g.side == "build":
+                cols[k] = pa.array(self.codes[rows])
+            elif g.fill is not None:  # the joined key (USING): the build row's key
+                fill = outer.cast_fill(_plain(outer.take(self.bs.table[g.fill], rows)), self.key_types[k], g.out)
+                cols[k] = _group_key(fill)
+            else:
+                cols[k] = pa.nulls(n, self.key_types[k])
         values = []
         for a, t in zip(self.aggs, self.atypes):
             if a.column is None:

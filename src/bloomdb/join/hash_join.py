@@ -53,9 +53,10 @@ def _sink(how, columns, aggregates, group_by, src, bschema, pkeys, bkeys, suffix
 
         if aggregates is None:
             raise InvalidArgument("group_by needs aggregates= (one row per group of those values)")
-        groups = parse_group_by(group_by, how, src.schema, bschema)
+        groups = parse_group_by(group_by, how, src.schema, bschema, pkeys, bkeys)
         aggs = parse_aggregates(aggregates, src.schema, bschema, how)
-        cols = [g.name for g in groups if g.side == "build"] + [a.column for a in aggs if a.side == "build" and a.column]
+        cols = [g.name for g in groups if g.side == "build"] + [g.fill for g in groups if g.fill] + \
+            [a.column for a in aggs if a.side == "build" and a.column]
         return (lambda bs: make_group_sink(groups, aggs, bs, how, src.schema)), cols
     if aggregates is not None:
         aggs = parse_aggregates(aggregates, src.schema, bschema, how)
@@ -145,15 +146,17 @@ def hash_join(
     ``"inner"``; ``"left"`` (every probe row; build columns null where no build row matches);
     ``"right"`` (every build row; probe columns null where no probe row matches); ``"full"`` (both);
     ``"semi"`` (probe rows with a match, once); ``"anti"`` (probe rows without a match, null keys
-    included). In right and full joins the probe key columns are filled from the build keys on
-    build-only rows (``USING`` / pandas coalescing), unless ``columns`` names them ``"probe.k"``:
-    that is the probe row's own value, null on build-only rows. Where the build-side filter saves work:
+    included). A key named alike on both sides is one result column; in right and full joins it is
+    filled from the build key on build-only rows (``USING`` / pandas coalescing), unless ``columns``
+    names it ``"probe.k"``: that is the probe row's own value, null on build-only rows. A key pair
+    named differently (``left_on="k", right_on="kk"``) keeps both columns by default, as pandas'
+    merge and DuckDB's ``SELECT *``: ``k`` the probe's value (null on build-only rows), ``kk`` the build's. Where the build-side filter saves work:
     inner, semi and right joins skip, for every probe row it rejects, the hash probe and the
     decoding of every other column; left, full and anti joins must return rejected rows too, so
     there it saves the hash probes and the build-side lookups only (every probe column is decoded).
 
-    ``columns``: result columns (default: all probe columns, plus the build side's non-key columns
-    for inner/left/right/full, a build column named like a probe column getting ``suffix``,
+    ``columns``: result columns (default: all probe columns, plus the build side's columns but
+    the keys named alike on both sides, for inner/left/right/full, a build column named like a probe column getting ``suffix``,
     ``"_right"`` as in Polars; ``"build.x"`` / ``"probe.x"`` pick a side). ``aggregates``: instead
     of rows, ``["sum(x)", "count(*)", "avg(build.y)", "min(y)", "max(y)", "count(y)"]`` over probe
     and build columns, folded chunk by chunk without building the joined rows: a dict, or with

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..errors import InvalidArgument
 from . import _join_kernels as K
 from .build import BuildSide
 
@@ -107,6 +108,16 @@ def take(col: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> pa.Array:
     idx = pa.array(rows, mask=rows < 0) if rows.shape[0] and rows.min() < 0 else pa.array(rows)
     out = col.take(idx)
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+
+
+def cast_fill(a: pa.Array, t: pa.DataType, name: str) -> pa.Array:
+    """``a`` (build key values filling a probe key column, or a chunk's column) as type ``t``;
+    InvalidArgument when a value does not fit."""
+    try:
+        return a.cast(t)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise InvalidArgument(f"result column {name!r}: build key values do not fit the probe key's type {t} "
+                              f"({exc}); name the build key column in columns= (e.g. 'build.{name}')") from None
 
 
 class AtRows:

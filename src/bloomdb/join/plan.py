@@ -91,15 +91,19 @@ def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, p
                    bkeys: list[str], suffix: str = "_right") -> list[OutColumn]:
     """Resolve ``columns`` (None = every probe column, plus the build side's non-key columns for
     joins that keep build columns; a build column named like a probe column gets ``suffix``, as in
-    Polars' ``join(suffix="_right")``). In right and full joins a probe key column is filled from its
-    build key where only the build side has the row (pandas' and DuckDB's ``USING`` coalescing)."""
-    fills = dict(zip(pkeys, bkeys)) if how in KEEPS_BUILD else {}
+    Polars' ``join(suffix="_right")``). A key named alike on both sides (``on="k"``) is one column: in
+    right and full joins the probe key is filled from the build key where only the build side has
+    the row (pandas' and DuckDB's ``USING`` coalescing). A key pair with different names
+    (``left_on="k", right_on="kk"``) keeps both columns, as pandas' merge and DuckDB's ``SELECT *``
+    do: ``k`` the probe's value (null on build-only rows), ``kk`` the build's."""
+    same = {p for p, b in zip(pkeys, bkeys) if p == b}
+    fills = {p: p for p in same} if how in KEEPS_BUILD else {}
     if columns is None:
         out = [OutColumn("probe", n, n, fills.get(n)) for n in probe.names]
         if how in WITH_BUILD:
             taken = set(probe.names)
             for n in build.names:
-                if n not in bkeys:
+                if n not in same:
                     out.append(OutColumn("build", n, f"{n}{suffix}" if n in taken else n))
         if len({o.out for o in out}) != len(out):
             raise InvalidArgument(f"result column names clash with suffix {suffix!r}; give another suffix or columns=")
@@ -120,10 +124,18 @@ def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, p
     return out
 
 
-def parse_group_by(group_by: Any, how: str, probe: pa.Schema, build: pa.Schema) -> list[OutColumn]:
-    """Group-by columns of either side (names as in ``columns``)."""
+def parse_group_by(group_by: Any, how: str, probe: pa.Schema, build: pa.Schema, pkeys: list[str] | None = None,
+                   bkeys: list[str] | None = None) -> list[OutColumn]:
+    """Group-by columns of either side (names as in ``columns``: in right and full joins a key
+    named alike on both sides is the joined key, filled from the build key on build-only rows,
+    unless written ``"probe.k"``)."""
     names = _names(group_by, "group_by")
-    out = [OutColumn(*resolve(c, probe, build, how, "group-by column"), c) for c in names]
+    fills = {p for p, b in zip(pkeys or [], bkeys or []) if p == b} if how in KEEPS_BUILD else set()
+    out = []
+    for c in names:
+        side, name = resolve(c, probe, build, how, "group-by column")
+        coalesced = side == "probe" and name in fills and not c.startswith("probe.")
+        out.append(OutColumn(side, name, c, name if coalesced else None))
     if len({o.out for o in out}) != len(out):
         raise InvalidArgument("group_by names a column twice")
     return out
