@@ -192,7 +192,7 @@ def _partial_aggs(aggs: list[Agg]) -> tuple[dict, list[Agg]]:
     ``count(x)`` (an average of averages is not the average); and those as :class:`Agg`."""
     ask: dict[str, tuple] = {}
     for a in aggs:
-        col = None if a.column is None else f"{a.side}.{a.column}"
+        col = None if a.column is None else (a.column if a.fill else f"{a.side}.{a.column}")  # "k": the joined key
         if a.func == "avg":
             ask[f"{a.out} sum"], ask[f"{a.out} count"] = ("sum", col), ("count", col)
         else:
@@ -297,7 +297,7 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
     build_rows = int(len(build)) if isinstance(build, dd.DataFrame) else None
     bschema = pa.Schema.from_pandas(build._meta, preserve_index=False) if isinstance(build, dd.DataFrame) \
         else schema_of(build)
-    aggs = parse_aggregates(aggregates, pschema, bschema, how) if aggregates is not None else None
+    aggs = parse_aggregates(aggregates, pschema, bschema, how, pkeys, bkeys) if aggregates is not None else None
     ask, part_aggs = _partial_aggs(aggs) if aggs is not None else (None, None)
     kw = dict(left_on=pkeys, right_on=bkeys, how=how, columns=columns, aggregates=ask, filter=filter,
               pushdown=pushdown, threads=1)

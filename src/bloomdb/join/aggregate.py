@@ -281,7 +281,7 @@ class AggSink:
     come from :class:`GroupStats` of the matched key groups."""
 
     def __init__(self, aggs: list[Agg], bs: Any, how: str, probe_schema: pa.Schema):
-        self.aggs, self.bs, self.how = aggs, bs, how
+        self.aggs, self.bs, self.how, self.probe_schema = aggs, bs, how, probe_schema
         self.probe_cols = sorted({a.column for a in aggs if a.column is not None and a.side == "probe"})
         build_cols = sorted({a.column for a in aggs if a.column is not None and a.side == "build"})
         # columns only counted: only their validity is read, so any type counts (strings, dates...)
@@ -334,6 +334,11 @@ class AggSink:
         for a in self.aggs:
             if a.column is None:
                 out.append(rows.shape[0])
+            elif a.fill is not None and rows.shape[0]:  # the joined key: its build value on these rows
+                v = outer.filled(self.bs, a.fill, rows, self.probe_schema.field(a.column).type, a.out)
+                ordered = a.func != "count" and ("probe", a.column) in self.ordered
+                out.append(ordered_extreme(a.func, v) if ordered else
+                           fold(a.func, *(validity(v) if a.func == "count" else numeric(v)), None, None))
             elif a.side == "build" and rows.shape[0] and a.func != "count" and ("build", a.column) in self.ordered:
                 out.append(ordered_extreme(a.func, outer.take(self.bs.table[a.column], rows)))
             elif a.side == "build" and rows.shape[0]:

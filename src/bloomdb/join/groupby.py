@@ -136,6 +136,8 @@ class GroupSink:
                 values.append(None)
             elif a.side == "build":
                 values.append(_plain(outer.take(self.bs.table[a.column], rows)))
+            elif a.fill is not None:  # the joined key: its build value on these rows
+                values.append(outer.filled(self.bs, a.fill, rows, t, a.out))
             else:
                 values.append(pa.nulls(n, t.value_type if pa.types.is_dictionary(t) else t))
         return self._partial(cols, values, None)
@@ -357,9 +359,9 @@ class DenseGroupSink(GroupSink):
         bs, aggs = self.bs, self.aggs
 
         self.G = int(self.codes.max()) + 1
-        self.cols = list(dict.fromkeys((a.side, a.column) for a in aggs if a.column is not None))
+        self.cols = list(dict.fromkeys((a.side, a.column, a.fill) for a in aggs if a.column is not None))
         self.build_vals = {}
-        for side, c in self.cols:
+        for side, c, _ in self.cols:
             if side == "build":
                 v, valid = _numeric_build(bs.table[c])
                 self.build_vals[c] = (v, valid)
@@ -369,8 +371,7 @@ class DenseGroupSink(GroupSink):
         self.gcode = None if self.build_vals else _key_codes(self.codes, bs)
 
     def _is_float(self, sc) -> bool:
-        side, c = sc
-        t = self.atypes[[(a.side, a.column) for a in self.aggs].index(sc)]
+        t = self.atypes[[(a.side, a.column, a.fill) for a in self.aggs].index(sc)]
         return pa.types.is_floating(t)
 
     def chunk(self, ch, r, pos, grp, unmatched, whole: bool) -> None:
@@ -384,7 +385,7 @@ class DenseGroupSink(GroupSink):
         codes = self.codes[np.where(brow < 0, self.codes.shape[0] - 1, brow)]
         local = {sc: _Acc(self.G, self._is_float(sc)) for sc in self.cols}
         at = outer.AtRows(ch, rows, whole)
-        for (side, c), acc in local.items():
+        for (side, c, _), acc in local.items():
             if side == "build":
                 v, valid = self.build_vals[c]
                 acc.fold(codes, v, brow, valid)
@@ -403,7 +404,7 @@ class DenseGroupSink(GroupSink):
         r.result_rows = int(K.result_codes(groups, self.gcode, int(self.codes[-1]), codes, weights, n))
         local = {sc: _Acc(self.G, self._is_float(sc)) for sc in self.cols}
         at = outer.AtRows(ch, rows, whole)
-        for (_, c), acc in local.items():
+        for (_, c, _), acc in local.items():
             self._fold_probe(acc, at, c, codes, weights)
         self._merge(n, local)
 
@@ -426,10 +427,14 @@ class DenseGroupSink(GroupSink):
             return None
         codes = self.codes[rows]
         self.rows += np.bincount(codes, minlength=self.G)
-        for (side, c), acc in self.accs.items():
+        for (side, c, fill), acc in self.accs.items():
             if side == "build":
                 v, valid = self.build_vals[c]
                 acc.fold(codes, v, rows, valid)
+            elif fill is not None:  # the joined key: its build value on these rows
+                t = self.atypes[[(a.side, a.column, a.fill) for a in self.aggs].index((side, c, fill))]
+                v, valid = _numeric_build(outer.filled(self.bs, fill, rows, t, c))
+                acc.fold(codes, v.astype(np.float64) if acc.is_float else v, None, valid)
         return None
 
     def result(self, partials: list[Any]) -> pa.Table:
@@ -442,7 +447,7 @@ class DenseGroupSink(GroupSink):
             if a.column is None:
                 cols.append(pa.array(self.rows[present]))
             else:
-                cols.append(self.accs[(a.side, a.column)].final(a, present, f.type))
+                cols.append(self.accs[(a.side, a.column, a.fill)].final(a, present, f.type))
         return pa.Table.from_arrays([c.cast(f.type) if c.type != f.type else c for c, f in zip(cols, schema)],
                                     schema=schema)
 

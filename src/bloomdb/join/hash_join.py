@@ -54,13 +54,14 @@ def _sink(how, columns, aggregates, group_by, src, bschema, pkeys, bkeys, suffix
         if aggregates is None:
             raise InvalidArgument("group_by needs aggregates= (one row per group of those values)")
         groups = parse_group_by(group_by, how, src.schema, bschema, pkeys, bkeys)
-        aggs = parse_aggregates(aggregates, src.schema, bschema, how)
+        aggs = parse_aggregates(aggregates, src.schema, bschema, how, pkeys, bkeys)
         cols = [g.name for g in groups if g.side == "build"] + [g.fill for g in groups if g.fill] + \
-            [a.column for a in aggs if a.side == "build" and a.column]
+            [a.column for a in aggs if a.side == "build" and a.column] + [a.fill for a in aggs if a.fill]
         return (lambda bs: make_group_sink(groups, aggs, bs, how, src.schema)), cols
     if aggregates is not None:
-        aggs = parse_aggregates(aggregates, src.schema, bschema, how)
-        return (lambda bs: AggSink(aggs, bs, how, src.schema)), [a.column for a in aggs if a.side == "build" and a.column]
+        aggs = parse_aggregates(aggregates, src.schema, bschema, how, pkeys, bkeys)
+        cols = [a.column for a in aggs if a.side == "build" and a.column] + [a.fill for a in aggs if a.fill]
+        return (lambda bs: AggSink(aggs, bs, how, src.schema)), cols
     outs = output_columns(columns, how, src.schema, bschema, pkeys, bkeys, suffix)
     cols = [o.name for o in outs if o.side == "build"] + [o.fill for o in outs if o.fill]
     return (lambda bs: RowSink(outs, bs, how, src.schema)), cols

@@ -120,6 +120,17 @@ def cast_fill(a: pa.Array, t: pa.DataType, name: str) -> pa.Array:
                               f"({exc}); name the build key column in columns= (e.g. 'build.{name}')") from None
 
 
+def filled(bs: BuildSide, fill: str, rows: np.ndarray, t: pa.DataType, name: str) -> pa.Array:
+    """The build key ``fill`` at build rows ``rows`` as values of the probe key's type ``t`` (the
+    joined key on build-only rows; a null-typed probe key takes the build key's type)."""
+    a = take(bs.table[fill], rows)
+    if pa.types.is_dictionary(a.type):
+        a = a.cast(a.type.value_type)
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return a if pa.types.is_null(t) or a.type == t else cast_fill(a, t, name)
+
+
 class AtRows:
     """A probe chunk's columns at the result's probe rows ``positions`` (ascending, repeated where
     a probe row matches several build rows). Unless the chunk gathers repeated positions as

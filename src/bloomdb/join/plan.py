@@ -35,6 +35,7 @@ class Agg:
     column: str | None  # None for count(*)
     out: str
     side: str = "probe"  # the side ``column`` is read from
+    fill: str | None = None  # build key filling this probe key on build-only rows (the joined key, as USING)
 
 
 def _names(value: Any, name: str) -> list[str] | None:
@@ -158,10 +159,12 @@ def orderable(t: pa.DataType) -> bool:
 
 
 def parse_aggregates(aggregates: Any, probe: pa.Schema, build: pa.Schema | None = None,
-                     how: str = "inner") -> list[Agg]:
+                     how: str = "inner", pkeys: list[str] | None = None, bkeys: list[str] | None = None) -> list[Agg]:
     """``["sum(x)", "count(*)", ("max", "y"), "avg(build.z)"]`` or ``{"total": "sum(x)", ...}``.
 
-    Columns resolve as in ``columns`` (probe first; ``build.x`` for a build column); sum and avg
+    Columns resolve as in ``columns`` (probe first; ``build.x`` for a build column; in right and
+    full joins a key named alike on both sides is the joined key, its build value on build-only
+    rows, unless written ``probe.k``); sum and avg
     need numeric or bool columns, min and max also take dates, times, timestamps, durations,
     decimals, strings and binary (:func:`orderable`); ``count(*)`` counts result rows.
     """
@@ -173,6 +176,7 @@ def parse_aggregates(aggregates: Any, probe: pa.Schema, build: pa.Schema | None 
         items = [(None, a) for a in aggregates]
     else:
         raise InvalidArgument(f"aggregates must be a list like ['sum(x)', 'count(*)'] or a dict, got {aggregates!r}")
+    fills = {p for p, b in zip(pkeys or [], bkeys or []) if p == b} if how in KEEPS_BUILD else set()
     out = []
     for name, a in items:
         if isinstance(a, str):
@@ -198,7 +202,8 @@ def parse_aggregates(aggregates: Any, probe: pa.Schema, build: pa.Schema | None 
             if func in ("sum", "avg") and not _numeric(t):
                 raise InvalidArgument(f"{func}({col}): column type {t} is not numeric")
         label = name if name is not None else f"{func}({col if col is not None else '*'})"
-        out.append(Agg(func, cname, label, side))
+        coalesced = side == "probe" and cname in fills and not col.startswith("probe.")
+        out.append(Agg(func, cname, label, side, cname if coalesced else None))
     if not out:
         raise InvalidArgument("aggregates is empty")
     if len({a.out for a in out}) != len(out):
