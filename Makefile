@@ -18,11 +18,12 @@ $(STAMP): pyproject.toml
 demo: venv
 	$(BIN)/bloomdb demo
 
+# the suite runs in one worker process per CPU (pytest-xdist); `$(BIN)/python -m pytest` runs it in one
 test: venv
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n logical
 
 test-fast: venv
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n logical -m "not slow"
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

@@ -246,6 +246,7 @@ def _is_in(arr: pa.Array, values: tuple) -> pa.Array:
     values = [v for v in values if v is not None]
     arr, t = _bool_as_number(arr, t, values)
     arr, t, values = _decimal_common(arr, t, values)
+    value_set = None
     if pa.types.is_integer(t) and any(_is_float(v) for v in values):
         arr, t = pc.cast(arr, pa.float64(), safe=False), pa.float64()
         values = [float(v) if _is_int(v) else v for v in values]
@@ -255,17 +256,16 @@ def _is_in(arr: pa.Array, values: tuple) -> pa.Array:
     elif pa.types.is_floating(t) and values and all(_is_float(v) or _is_int(v) for v in values):
         if any(_is_float(v) for v in values) and t != pa.float64():  # a double in the list: compare as float64
             arr, t = pc.cast(arr, pa.float64()), pa.float64()
-        values = [float(v) for v in values]  # integers as the column's floats (huge ones rounded, as DuckDB casts)
+        # integers as the column's floats (huge ones rounded, as DuckDB casts), never refused
+        value_set = pa.array(np.array([float(v) for v in values], np.float64)).cast(t, safe=False)
     elif (common := _temporal_common(t, values)) is not None:
         arr, t = arr.cast(common), common
         values = [_temporal_scalar(v, t).as_py() for v in values]
-    try:
-        if pa.types.is_floating(t) and values and all(isinstance(v, float) for v in values):
-            value_set = pa.array(np.array(values, np.float64)).cast(t, safe=False)  # rounded, never refused
-        else:
+    if value_set is None:
+        try:
             value_set = pa.array(values, t)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):  # e.g. a string against ints
-        value_set = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):  # e.g. a string against ints
+            value_set = pa.array(values)
     if pa.types.is_floating(t) and pa.types.is_floating(value_set.type):
         arr, value_set = _unsigned_zero(arr), _unsigned_zero(value_set)
     return pc.is_in(arr, value_set=value_set, skip_nulls=True)
