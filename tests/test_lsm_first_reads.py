@@ -203,8 +203,10 @@ def test_a_reopened_stores_tables_and_first_reads_leave_few_objects_for_the_garb
     """Each long-lived object the garbage collector tracks brings its next full pass nearer, and
     in a process holding large lists a full pass costs ~0.5 s (db-bench's first reads after a
     reopen met one). Opening a store and reading every table once leaves, per table, its own few
-    objects (the map, the table, its meta, its manifest entry, its ref; the filter object and
-    its guard): counted, at most 10 per table with a fixed part (before: ~25: a write gate
+    objects (the map, the table, its meta, its manifest entry, its ref; the filter object --
+    no capacity guard and lock until a write, the footer's handles a plain tuple of ints, which
+    a young pass untracks): counted, at most 6 per table with a fixed part (before: 9; before
+    that ~25: a write gate
     of seven objects per filter read in place, a lock per table, a dict per table made by
     ``vars``, a tuple per table and directory, a memoryview and its buffer between each map and
     its array)."""
@@ -227,6 +229,7 @@ def test_a_reopened_stores_tables_and_first_reads_leave_few_objects_for_the_garb
             db = DB.open(p, opts)
             for k in reads:
                 db.get(k)
+            gc.collect(0)  # what a young pass does first: tuples of plain values are untracked
             n = len(gc.get_objects()) - before
             tables = len(db._state[2].slots)
             db.close()
@@ -236,5 +239,5 @@ def test_a_reopened_stores_tables_and_first_reads_leave_few_objects_for_the_garb
     few, tables = grown(keys[:1])
     every, _ = grown(keys[:: 50] + [k + b"." for k in keys[:: 50]])  # every table's filter read
     assert tables >= 15
-    assert every - few <= 3 * tables + 20  # the filters: the object and its capacity guard (+ lock)
-    assert every <= 10 * tables + 100, (every, tables)  # 18 tables: 216 here, 451 before
+    assert every - few <= tables + 5, (few, every, tables)  # the filters: the object only (no guard, no lock)
+    assert every <= 6 * tables + 60, (every, tables)  # 18 tables: 162 here; 216 with a Handles object, guard and lock per table

@@ -208,10 +208,40 @@ class Filter(ABC):
     _write_gate: WriteGate | None = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Filter":
-        self = super().__new__(cls)
-        self._lock = threading.Lock()  # guards _count
-        self._guard = CapacityGuard(self._lock)
-        return self
+        return super().__new__(cls)  # subclasses' __new__ pass their arguments on
+
+    #: The ``on_full`` policy while no :attr:`_guard` is made (a filter only read never makes one).
+    _on_full_mode: str = "warn"
+    #: The capacity guard once made (:attr:`_guard`).
+    _capacity_guard: CapacityGuard | None = None
+
+    @property
+    def _guard(self) -> CapacityGuard:
+        """The filter's :class:`CapacityGuard` (its ``on_full`` state and the lock of ``_count``),
+        made on first use under the process-wide lock, as :attr:`_gate`: a filter that is only
+        read -- a store's table filter, read in place -- makes none (a guard and its lock are two
+        more long-lived objects per table, and long-lived tracked objects set off the garbage
+        collector's full passes)."""
+        g = self._capacity_guard
+        if g is None:
+            with _GATE_LOCK:
+                g = self._capacity_guard
+                if g is None:
+                    g = self._capacity_guard = CapacityGuard(threading.Lock(), self._on_full_mode)
+        return g
+
+    @property
+    def _lock(self) -> threading.Lock:
+        """The lock guarding ``_count`` (the guard's)."""
+        return self._guard.lock
+
+    def _set_on_full(self, mode: str) -> None:
+        """Set the ``on_full`` policy (checked by the caller) without making a guard."""
+        g = self._capacity_guard
+        if g is None:
+            self._on_full_mode = mode
+        else:
+            g.mode = mode
 
     @property
     def _gate(self) -> WriteGate:
@@ -307,11 +337,12 @@ class Filter(ABC):
     def on_full(self) -> str:
         """``"warn"`` (default), ``"raise"`` or ``"ignore"``: what an add past twice the target FP
         rate does (see :mod:`bloomdb.filters.capacity`)."""
-        return self._guard.mode
+        g = self._capacity_guard
+        return self._on_full_mode if g is None else g.mode
 
     @on_full.setter
     def on_full(self, value: str) -> None:
-        self._guard.mode = check_on_full(value)
+        self._set_on_full(check_on_full(value))
 
     @classmethod
     def expected_fpr(cls, bits_per_key: float, num_probes: int | None = None) -> float:
@@ -613,7 +644,7 @@ class Filter(ABC):
             )
         try:
             f = cls._from_parts(env.params, payload, env.count)
-            f._guard.mode = env.on_full
+            f._set_on_full(env.on_full)
             return f
         except CorruptionError:
             raise
@@ -645,7 +676,7 @@ class Filter(ABC):
         """An independent deep copy (same family, parameters, bits and count; see :meth:`_snapshot`)."""
         payload, count = self._snapshot()
         out = type(self)._from_parts(self._params(), payload, count)
-        out._guard.mode = self._guard.mode
+        out._set_on_full(self.on_full)
         return out
 
     def __reduce_ex__(self, protocol: int):

@@ -95,10 +95,12 @@ class RealFS:
         from a table's map (:meth:`Table.filter`) is probed by the family's own kernels, which
         take writable arrays; nothing writes to it, and a write would never reach the file."""
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))  # no file object: ~4 us less per table
-        try:
+        try:  # no fstat of our own: mmap takes the size itself and refuses an empty file
+            return mmap.mmap(fd, 0, access=mmap.ACCESS_COPY)
+        except ValueError:
             if os.fstat(fd).st_size == 0:
                 return b""
-            return mmap.mmap(fd, 0, access=mmap.ACCESS_COPY)
+            raise
         finally:
             os.close(fd)
 

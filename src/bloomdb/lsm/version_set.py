@@ -119,9 +119,10 @@ class VersionSet:
         live = set()
         for level, info in state.tables:
             p = table_path(self.path, info.number)
-            if not fs.exists(p):
-                raise CorruptionError(f"table {info.number:06d}.sst listed in the manifest is missing", mpath)
-            t = open_table(fs, p, info.number, self._cache, level)
+            try:  # no exists() first: one system call less per table (~3 us on this VM)
+                t = open_table(fs, p, info.number, self._cache, level)
+            except FileNotFoundError:
+                raise CorruptionError(f"table {info.number:06d}.sst listed in the manifest is missing", mpath) from None
             if t.file_size != info.file_size:
                 raise CorruptionError(f"size {t.file_size} differs from the manifest's {info.file_size}", p)
             refs.append(TableRef(level, info, t))

@@ -244,3 +244,21 @@ def probe_many(directory, data, offsets, out):
         s = offsets[i]
         n = offsets[i + 1] - s
         out[i] = _probe(directory, u64, w32, u16, bounds, xxh3_64_bytes(data, s, n), data, s, n, 0, -2)[0]
+
+
+@njit(cache=True, nogil=True)
+def table_words(buf, index, checked, budget):
+    """A table's read-state words of its directory slot (``S_TBUF`` .. ``S_SEEKS``, the order of
+    :data:`.directory._READ_COLS`): the addresses and lengths of its mapped file (uint8), its
+    index array (int64) and its checked-block flags (uint8), then the address of its seek budget
+    (int64; an empty array: 0, not charged). One call instead of four ``.ctypes.data`` (~1.4 us
+    each from Python)."""
+    row = np.zeros(6, np.int64)
+    row[0] = buf.ctypes.data
+    row[1] = buf.shape[0]
+    row[2] = index.ctypes.data
+    row[3] = index.shape[0]
+    row[4] = checked.ctypes.data
+    if budget.shape[0] != 0:
+        row[5] = budget.ctypes.data
+    return row

@@ -41,7 +41,8 @@ import threading
 import numpy as np
 
 from ...filters import probe as FP
-from . import layout as L, seeks
+from . import _probe_kernels as PK, layout as L, seeks
+from .fastcall import direct
 
 #: ``(family tag, format version)`` of a probe descriptor -> ``(family code, array dtype)``: the
 #: pairs whose own ``check_hash`` the probe kernel calls (:func:`._probe_kernels._check`), each on
@@ -127,13 +128,28 @@ def _table_words(t, pin, budget):
     key = None if pin is None else pin[1]  # the index array: made once per table, at its open
     row = getattr(t, "probe_slot_words", None)
     if row is None or getattr(t, "probe_slot_index", None) is not key:
-        row = np.zeros(6, np.int64)
-        if pin is not None:
-            row[:5] = pin[0].ctypes.data, pin[0].shape[0], pin[1].ctypes.data, pin[1].shape[0], pin[2].ctypes.data
-        if budget is not None:
-            row[5] = budget.ctypes.data
+        if pin is not None and pin[0].dtype == np.uint8 and pin[1].dtype == np.int64 and pin[2].dtype == np.uint8:
+            row = _table_words_kernel(pin[0], pin[1], pin[2], _NO_BUDGET if budget is None else budget)
+        else:
+            row = np.zeros(6, np.int64)
+            if pin is not None:
+                row[:5] = pin[0].ctypes.data, pin[0].shape[0], pin[1].ctypes.data, pin[1].shape[0], pin[2].ctypes.data
+            if budget is not None:
+                row[5] = budget.ctypes.data
         _keep(t, probe_slot_words=row, probe_slot_index=key)
     return row, key
+
+
+_NO_BUDGET = np.zeros(0, np.int64)
+
+
+def _table_words_kernel(buf, index, checked, budget):
+    """:func:`._probe_kernels.table_words` through its compiled entry (:func:`.fastcall.direct`:
+    the argument types never change -- contiguous uint8, int64, uint8, int64 arrays, checked by
+    the caller), put in this name's place by the first call."""
+    global _table_words_kernel
+    _table_words_kernel = direct(PK.table_words, (buf, index, checked, budget))
+    return _table_words_kernel(buf, index, checked, budget)
 
 
 def _keep(t, **attrs) -> None:

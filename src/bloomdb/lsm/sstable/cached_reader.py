@@ -106,7 +106,8 @@ class CachedTable(Table):
         self._files = cache.files
         self.file_size = size = self._files.size(path)
         tail = self._files.pread(path, max(0, size - FOOTER_SIZE), FOOTER_SIZE)
-        h = self._handles = decode_footer(tail, path)
+        h = decode_footer(tail, path)
+        self._hs = (h.filter_off, h.filter_size, h.meta_off, h.meta_size, h.index_off, h.index_size)
         self._finalizer = weakref.finalize(self, _dropped, cache, number, path)
         # pinned: its filter (charged twice: conservative since the probe directory stopped copying it) and its parsed index
         self.pinned = pin and cache.may_pin(number, 2 * (h.filter_size + h.index_size + 2 * ENTRY_OVERHEAD))
@@ -228,10 +229,11 @@ class CachedTable(Table):
         """Unpinned: always (the directory gets the stand-in, reads nothing); pinned: once read."""
         return self._filter_loaded or not self.pinned
 
-    def _read_filter(self, h) -> None:
+    def _read_filter(self) -> None:
         """:meth:`filter`'s first call: the real filter (pinned), a :class:`CachedFilter` (not
         pinned: nothing read but the block's first 4 bytes), or the partitions' index."""
         key = (self.number, FILTER, -1)
+        h = self._handles
         if self._files.pread(self.path, h.filter_off, 4) == PARTITION_MAGIC:  # filter blocks are stored raw
             self._parse_partitions(self._read_block(h.filter_off, h.filter_size, "filter"))
         elif self.pinned:

@@ -133,19 +133,27 @@ class Table:
         meta = self.meta = decode_meta(buf[mo : mo + ms], self.path)
         if int(index[0]) != meta.num_blocks or buf[ko : ko + kl] != meta.max_key:
             return False  # the Python path names the damage
-        self._handles = Handles(fo, fs, mo, ms, io, isz)
+        self._hs = (fo, fs, mo, ms, io, isz)
         self._set_index(index)
         return True
 
     def _open_checked(self) -> None:
         """The open step by step in Python (every check named in its error)."""
         buf, path = self._buf, self.path
-        h = self._handles = decode_footer(buf, path)
+        h = decode_footer(buf, path)
         _, m = unframe(buf, h.meta_off, h.meta_size, path, "meta")
         self.meta = decode_meta(m if m is not None else bytes(buf[h.meta_off : h.meta_off + h.meta_size]), path)
+        self._hs = (h.filter_off, h.filter_size, h.meta_off, h.meta_size, h.index_off, h.index_size)
         _, ib = unframe(buf, h.index_off, h.index_size, path, "index")
         ib = ib if ib is not None else bytes(buf[h.index_off : h.index_off + h.index_size])
         self._set_index(parse_index_block(ib, path, self.meta))
+
+    @property
+    def _handles(self) -> Handles:
+        """The footer's block handles. Kept as a plain tuple of ints (``_hs``), which the garbage
+        collector untracks, not as a :class:`Handles` object per table (a long-lived tracked
+        object: those set off the collector's full passes)."""
+        return Handles(*self._hs)
 
     def _set_index(self, index: np.ndarray) -> None:
         """Keep the kernel's index array; the blocks' offsets and sizes as lists and the last
@@ -192,10 +200,9 @@ class Table:
             return self._filter
         with _FILTER_LOAD:
             if not self._filter_loaded:
-                h = self._handles
-                if h.filter_size:
+                if self._hs[1]:
                     try:
-                        self._read_filter(h)
+                        self._read_filter()
                     except Exception:  # noqa: BLE001 - a damaged filter fails open
                         self._filter = None
                         self.partitions = None
@@ -203,9 +210,9 @@ class Table:
                 self._filter_loaded = True
         return self._filter
 
-    def _read_filter(self, h) -> None:
+    def _read_filter(self) -> None:
         """Read the filter block: the whole-table filter, or the partitions' index."""
-        fb = self._meta_block(h.filter_off, h.filter_size, "filter")
+        fb = self._meta_block(self._hs[0], self._hs[1], "filter")
         if bytes(fb[:4]) == PARTITION_MAGIC:
             self._parse_partitions(bytes(fb))
         else:
@@ -289,7 +296,7 @@ class Table:
 
     @property
     def filter_bytes(self) -> int:
-        return self._handles.filter_size
+        return self._hs[1]
 
     @property
     def filter_memory(self) -> int:
