@@ -367,20 +367,22 @@ def test_a_failed_output_fsync_installs_nothing_and_stops_writes(tmp_path):
 
 
 def test_a_manifest_record_encoded_with_the_table_cache_is_the_same_bytes_and_the_cache_forgets_dead_tables():
-    # each table's part is encoded once per level (the store keeps the cache): the same record
-    # as encoding it whole (here a number's TableInfo changes from one state to the next: encoded
-    # anew), a table moved to another level encoded again, dropped tables pruned
+    # each table's part is encoded once per level (the store keeps the cache; a number names one
+    # table for ever): the same record as encoding it whole, a table moved to another level
+    # encoded again, dropped tables pruned
+    def state(k: int) -> mf.ManifestState:
+        return mf.ManifestState(100 + k, 1000 * k, 7, [(i % 3, TableInfo(5 + i, 4096 * i, i, b"a%d" % i, b"z%d" % i,
+                                                                       i, 2 * i)) for i in range(k, 2 * k + 1)])
+
     cache: dict = {}
     for k in range(12):
-        s = _state(k)
+        s = state(k)
         assert mf.encode(s, cache) == mf.encode(s)
         mf.prune(cache, s)
-    moved = mf.ManifestState(9, 9, 9, [(lvl + 1, t) for lvl, t in _state(11).tables])
+    moved = mf.ManifestState(9, 9, 9, [(lvl + 1, t) for lvl, t in state(11).tables])
     assert mf.encode(moved, cache) == mf.encode(moved)
     assert mf.decode(mf.encode(moved, cache), "M") == moved
-    stale = {(1000 + i) << 3: (None, b"stale") for i in range(100)}  # parts of tables no record lists any more
-    cache.update(stale)
+    cache.update({(1000 + i) << 3: b"stale" for i in range(100)})  # parts of tables no record lists any more
     mf.prune(cache, moved)
-    live = {t.number << 3 | lvl for lvl, t in moved.tables}
-    assert set(cache) == live
+    assert set(cache) == {t.number << 3 | lvl for lvl, t in moved.tables}
     assert mf.encode(moved, cache) == mf.encode(moved)

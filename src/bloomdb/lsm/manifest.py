@@ -61,9 +61,9 @@ def _table_bytes(level: int, t: TableInfo) -> bytes:
 
 
 def encode(s: ManifestState, cache: dict | None = None) -> bytes:
-    """``s`` as one manifest record. ``cache`` (``table number << 3 | level -> (TableInfo, bytes)``,
-    kept by the caller between records): each table's part is encoded once per level it lives at
-    (and again if another ``TableInfo`` object comes under the same number) -- a store
+    """``s`` as one manifest record. ``cache`` (``table number << 3 | level -> bytes``, kept by the
+    caller between records, for one store: a number names one table file there for ever, so its
+    facts never change): each table's part is encoded once per level it lives at -- a store
     rewrites every table's facts in every edit, ~3 us each, so an edit of a 300-table store cost
     ~1 ms of the interpreter's time, taken from the writer. The caller keeps one cache per store
     and prunes it (:func:`prune`)."""
@@ -72,11 +72,11 @@ def encode(s: ManifestState, cache: dict | None = None) -> bytes:
         parts.extend(_table_bytes(level, t) for level, t in s.tables)
     else:
         for level, t in s.tables:
-            k = t.number << 3 | level
-            hit = cache.get(k)
-            if hit is None or hit[0] is not t:  # the part of this very TableInfo, or encode it
-                hit = cache[k] = (t, _table_bytes(level, t))
-            parts.append(hit[1])
+            k = t.number << 3 | level  # ints and bytes only: nothing per table for the collector to track
+            b = cache.get(k)
+            if b is None:
+                b = cache[k] = _table_bytes(level, t)
+            parts.append(b)
     body = b"".join(parts)
     head = _HEAD.pack(MAGIC, VERSION, crc32c(body), len(body))
     return head + struct.pack("<I", crc32c(head)) + body

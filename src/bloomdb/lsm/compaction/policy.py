@@ -23,10 +23,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class TableShape:
+class TableShape(NamedTuple):
+    """What the policy sees of a table (a tuple of plain values: the store caches one per table,
+    and the collector stops tracking such tuples)."""
+
     number: int
     size: int
     min_key: bytes
