@@ -188,3 +188,22 @@ def test_writes_from_many_threads_land(tmp_path):
             list(pool.map(g.add_many, chunks))
     h = filters.open(path, mmap=False)
     assert h.count == 80_000 and h.might_contain_many(np.concatenate(chunks)).all()
+
+
+@pytest.mark.parametrize("name", writable_families())
+def test_a_file_smaller_than_a_page(name, tmp_path):
+    """A small filter's file is under one page (4 KiB): its first add and its flush sync the whole
+    file (they asked for a page and raised ValueError "flush values out of range")."""
+    f = filters.create(name, capacity=100) if name != "register" else filters.create("register:2", size_bytes=1024)
+    path = tmp_path / f"{name}.blm"
+    f.save(path)
+    assert path.stat().st_size < 4096
+    with filters.open(path, mmap="r+") as g:
+        g.add_many(KEYS[:50])
+        with pytest.raises(CorruptionError, match="open for writing"):
+            filters.open(path, mmap=False)
+        g.flush()
+        assert filters.open(path, mmap=False).might_contain_many(KEYS[:50]).all()
+        g.add("last")
+    h = filters.open(path, mmap=False)
+    assert h.count == 51 and h.might_contain_many(KEYS[:50] + ["last"]).all()

@@ -252,7 +252,7 @@ def test_different_key_names_widths_and_threads():
     build = pa.table({"bk": pa.array([5, 3, 3], pa.int64()), "y": ["a", "b", "c"]})
     for threads in (1, 2):
         got = hash_join(probe, build, left_on="pk", right_on="bk", chunk_rows=2, threads=threads)
-        assert got.to_pydict() == {"pk": [3, 3, 5], "x": [30, 30, 50], "y": ["b", "c", "a"]}
+        assert got.to_pydict() == {"pk": [3, 3, 5], "x": [30, 30, 50], "bk": [3, 3, 5], "y": ["b", "c", "a"]}
 
 
 def test_bad_arguments(tables):

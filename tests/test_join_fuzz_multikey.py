@@ -2,8 +2,9 @@
 side within a comparable family (integers of every width and sign with floats; string with
 large_string; dates with timestamps of every unit), named alike or not (``left_on`` /
 ``right_on``) and given in any order, nulls and duplicates on both sides, every ``how``, the probe
-from memory, Parquet or a columnar table, every pushdown mode. Rows must equal DuckDB's (right /
-full joins: the probe keys coalesced from the build keys, as documented)."""
+from memory, Parquet or a columnar table, every pushdown mode. Rows must equal DuckDB's (keys named
+alike are one column, coalesced in right / full joins as USING; keys named apart are both kept, as
+DuckDB's ``SELECT *``)."""
 
 from __future__ import annotations
 
@@ -79,10 +80,11 @@ def _duck(p, b, lk, rk, how) -> pa.Table:
     if how in ("semi", "anti"):
         sel = "p.*"
     else:
-        outer = how in ("right", "full")
-        sel = ", ".join(f'coalesce(p."{c}", b."{rk[lk.index(c)]}") AS "{c}"' if outer and c in lk else f'p."{c}"'
+        outer = how in ("right", "full")  # a key named alike is coalesced (USING); keys named apart are both kept
+        same = {c for c, r in zip(lk, rk) if c == r}
+        sel = ", ".join(f'coalesce(p."{c}", b."{c}") AS "{c}"' if outer and c in same else f'p."{c}"'
                         for c in p.column_names)
-        sel += ", b.bv"
+        sel += "".join(f', b."{c}"' for c in b.column_names if c not in same)
     cond = " AND ".join(f'p."{a}" = b."{c}"' for a, c in zip(lk, rk))
     return con.sql(f"SELECT {sel} FROM p {KIND[how]} JOIN b ON {cond}").to_arrow_table()
 

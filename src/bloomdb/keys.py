@@ -261,12 +261,15 @@ def _from_list(keys: list | tuple) -> KeyBatch:
 def to_batches(keys: Any) -> list[KeyBatch]:
     """Convert a batch of keys into one or more :class:`KeyBatch` (one per Arrow chunk).
 
-    Accepts a list/tuple of keys (types may mix), a numpy integer / ``U`` / ``V`` / object array,
+    Accepts a list/tuple of keys (types may mix), a 1-D numpy integer / ``U`` / ``V`` / object array
+    (or an (n, 1) column; other shapes raise InvalidArgument naming the shape),
     a pyarrow integer/string/binary (large or not) ``Array`` or ``ChunkedArray``, or any object
     exposing the Arrow C data interface (pandas/Polars series). One key (``str``, ``bytes``, an
     integer, any non-numpy buffer such as a ``memoryview`` or ``bytearray``, a 0-d array, a pyarrow
     scalar) is refused with KeyTypeError (pass ``[key]`` or use the single-key method), so a string
-    is never split into characters nor a buffer into its byte values.
+    is never split into characters nor a buffer into its byte values. Any other iterable (a set, a
+    range, a generator) gives the keys it yields: a dict its keys, as ``set.update`` and rbloom's
+    ``update`` take them.
     """
     if isinstance(keys, KeyBatch):
         return [keys]
@@ -280,7 +283,14 @@ def to_batches(keys: Any) -> list[KeyBatch]:
         )
     if isinstance(keys, np.ndarray):
         if keys.ndim != 1:
-            keys = keys.reshape(-1)
+            if keys.ndim != 2 or keys.shape[1] != 1:
+                raise InvalidArgument(
+                    f"expected a 1-D array of keys, got a numpy array of shape {keys.shape}: a key is one "
+                    "item, never a row (rbloom refuses it too); pass arr.ravel() for every item as a key, "
+                    f"or arr.view('V{keys.dtype.itemsize * keys.shape[-1]}') (C-contiguous) for each row's bytes "
+                    "as one key"
+                )
+            keys = keys.reshape(-1)  # a column (n, 1): one key per row, e.g. an (n, 16) uint8 array .view("V16")
         kind = keys.dtype.kind
         if kind in "iu":
             return [_from_int_array(keys)]

@@ -35,7 +35,7 @@ from ..errors import InvalidArgument
 from ..join import hash_join
 from ..join.aggregate import combine, final
 from ..join.dataset import MultiSource, ProbeFile, dataset_files
-from ..join.plan import HOWS, Agg, parse_aggregates, parse_on
+from ..join.plan import HOWS, KEEPS_BUILD, KEEPS_PROBE, Agg, parse_aggregates, parse_on
 from ..join.sources import schema_of
 from .files import uncompressed_bytes
 from .partitions import keys_of, present, ship
@@ -181,8 +181,16 @@ def _filter_stats(part: pd.DataFrame, key: str, filt: Any, pushdown: str) -> pd.
                          "bytes_plain_merge": [int(part.memory_usage(deep=True, index=False).sum())]})
 
 
-def _tag_build(part: pd.DataFrame, key: str, nparts: int) -> pd.DataFrame:
-    part = part[present(part[key])].copy()
+def _tag_build(part: pd.DataFrame, key: str, nparts: int, keep_nulls: bool = False) -> pd.DataFrame:
+    """The build rows with their co-partition; rows with a null key match nothing: dropped, or
+    (``keep_nulls``: right / full joins emit them) sent to co-partition 0."""
+    has = present(part[key])
+    if keep_nulls:
+        part = part.copy()
+        part[_PART] = np.zeros(len(part), np.int64)
+        part.loc[has, _PART] = _partition_ids(part[key][has], nparts)
+        return part
+    part = part[has].copy()
     part[_PART] = _partition_ids(part[key], nparts)
     return part
 
@@ -192,7 +200,7 @@ def _partial_aggs(aggs: list[Agg]) -> tuple[dict, list[Agg]]:
     ``count(x)`` (an average of averages is not the average); and those as :class:`Agg`."""
     ask: dict[str, tuple] = {}
     for a in aggs:
-        col = None if a.column is None else f"{a.side}.{a.column}"
+        col = None if a.column is None else (a.column if a.fill else f"{a.side}.{a.column}")  # "k": the joined key
         if a.func == "avg":
             ask[f"{a.out} sum"], ask[f"{a.out} count"] = ("sum", col), ("count", col)
         else:
@@ -271,7 +279,10 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
     ``probe``: a Dask DataFrame, or a Parquet dataset (a folder, a glob, a file or a list of them:
     one task per file, each file's row groups pruned by its own statistics and Bloom filters).
     ``build``: a Dask or pandas DataFrame, a pyarrow Table, or a Parquet file / columnar table path.
-    ``on`` / ``left_on`` / ``right_on`` / ``how`` (``"inner"``, ``"semi"``, ``"anti"``) /
+    ``on`` / ``left_on`` / ``right_on`` / ``how`` (``"inner"``, ``"left"``, ``"right"``, ``"full"``,
+    ``"semi"``, ``"anti"``; right and full joins take a pandas or Dask DataFrame build side (a
+    pandas one becomes a one-partition Dask DataFrame) and always run the shuffle plan, where each
+    build row lives in one co-partition) /
     ``columns`` / ``aggregates`` / ``pushdown`` mean what they mean in
     :func:`bloomdb.join.hash_join`; ``filter``: the build-side filter spec. Builds of at most
     ``broadcast_rows`` rows are broadcast, larger ones use the shuffle plan (``shuffle_partitions``
@@ -294,16 +305,22 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
     if found is None and not isinstance(probe, dd.DataFrame):
         raise InvalidArgument(f"probe must be a Dask DataFrame or a Parquet dataset path, got {type(probe).__name__}")
     files, pschema = found if found is not None else (None, pa.Schema.from_pandas(probe._meta, preserve_index=False))
+    if how in KEEPS_BUILD and isinstance(build, pd.DataFrame):  # each build row must live in one co-partition
+        build = dd.from_pandas(build, npartitions=1)
     build_rows = int(len(build)) if isinstance(build, dd.DataFrame) else None
+    if how in KEEPS_BUILD and build_rows is None:  # every worker would add the build-only rows again
+        raise InvalidArgument(f"a {how} join keeps the build rows no probe row matches; distributed, it needs a pandas "
+                              "or Dask DataFrame build side (co-partitioned with the probe), got "
+                              f"{type(build).__name__}: build.to_pandas() or dd.from_pandas(...)")
     bschema = pa.Schema.from_pandas(build._meta, preserve_index=False) if isinstance(build, dd.DataFrame) \
         else schema_of(build)
-    aggs = parse_aggregates(aggregates, pschema, bschema, how) if aggregates is not None else None
+    aggs = parse_aggregates(aggregates, pschema, bschema, how, pkeys, bkeys) if aggregates is not None else None
     ask, part_aggs = _partial_aggs(aggs) if aggs is not None else (None, None)
     kw = dict(left_on=pkeys, right_on=bkeys, how=how, columns=columns, aggregates=ask, filter=filter,
               pushdown=pushdown, threads=1)
     workers = _client_workers()
 
-    if build_rows is None or build_rows <= broadcast_rows:
+    if build_rows is None or (build_rows <= broadcast_rows and how not in KEEPS_BUILD):
         bt = _build_table(build, None)
         meta = None if aggs else _meta(pschema, bt.schema, kw)
         shipped = ship(bt)
@@ -337,7 +354,7 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
         # blockwise: fused with the partition's read, so rejected rows never leave their worker
         kept = probe.map_partitions(_kept_rows, pkeys[0], fshipped, n, pushdown, meta=pmeta)
         kept = kept.shuffle(on=_PART, npartitions=n, shuffle_method=shuffle_method)
-        btag = build.map_partitions(_tag_build, bkeys[0], n,
+        btag = build.map_partitions(_tag_build, bkeys[0], n, how in KEEPS_BUILD,
                                     meta=build._meta.assign(**{_PART: np.zeros(0, np.int64)}))
         btag = btag.shuffle(on=_PART, npartitions=n, shuffle_method=shuffle_method)
         bmeta = pa.Schema.from_pandas(build._meta, preserve_index=False)
@@ -346,7 +363,7 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
         pairs = [dask.delayed(_join_part, nout=2)(i, p, b, pkw, False)
                  for i, (p, b) in enumerate(zip(kept.to_delayed(), btag.to_delayed()))]
         results = [p[0] for p in pairs]
-        if how == "anti":  # rows the filter rejected match nothing: an anti join against no build rows
+        if how in KEEPS_PROBE:  # rows the filter rejected match nothing: joined against no build rows
             rejected = probe.map_partitions(_rejected_rows, pkeys[0], fshipped, pushdown, meta=probe._meta)
             empty = bmeta.empty_table()
             results += [dask.delayed(_join_part, nout=2)(i, r, empty, pkw, False)[0]

@@ -89,7 +89,7 @@ class MappedFile:
         with self._mark_lock:
             if not self.dirty:
                 self.map[WRITING_OFFSET] = 1
-                self.map.flush(0, _mmap.PAGESIZE)
+                self.map.flush(0, min(_mmap.PAGESIZE, len(self.map)))  # a file under a page: all of it
                 self.dirty = True
 
     def commit(self, header: bytes) -> None:
@@ -97,7 +97,7 @@ class MappedFile:
         first bytes and sync it. The caller holds writers off."""
         self.map.flush()
         self.map[: len(header)] = header
-        self.map.flush(0, _mmap.PAGESIZE)
+        self.map.flush(0, min(_mmap.PAGESIZE, len(self.map)))  # a file under a page: all of it
         self.dirty = False
         self._signature = self._stat()
 

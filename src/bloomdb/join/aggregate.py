@@ -8,7 +8,9 @@ a chunk's matched probe rows then add their group's entries. Integer sums are ex
 integers, beyond 64 bits too); float sums are float64. ``avg`` is carried as (sum, count).
 
 Float ``min``/``max`` order NaN above +inf, as DuckDB does (``max`` is NaN when any value is,
-``min`` when all are).
+``min`` when all are). ``min``/``max`` of other ordered columns (dates, times, timestamps,
+durations, decimals, strings and binary by their bytes) are taken by Arrow (:func:`ordered_extreme`)
+and returned as the Python value of the column's type (``datetime.date``, ``Decimal``, ``str``...).
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import InvalidArgument
 from . import _join_kernels as K
 from . import _sum_kernels as S
+from . import outer
 from .compare import _ro
 from .plan import Agg
 from .sources import numeric_from_arrow as numeric
@@ -118,6 +122,32 @@ def _extreme(func: str, v: np.ndarray) -> Any:
         v = v[~nan]
         return float(v.min() if func == "min" else v.max())
     return int(v.min() if func == "min" else v.max())
+
+
+def is_numeric(t: pa.DataType) -> bool:
+    """Whether a column of type ``t`` is folded as numbers (else ``min`` / ``max`` by Arrow)."""
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
+
+
+def comparable(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``arr`` in a type Arrow's min / max kernels take: a dictionary as its values, a duration as
+    int64 (cast back by the caller); anything else as it is."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.cast(arr.type.value_type)
+    return arr.cast(pa.int64()) if pa.types.is_duration(arr.type) else arr
+
+
+def ordered_extreme(func: str, arr: pa.Array | pa.ChunkedArray) -> Any:
+    """``min`` / ``max`` of a non-numeric column in its own order (DuckDB's: by value; strings and
+    binary by their bytes) as the Python value of its type; None when it holds no value."""
+    t = arr.type.value_type if pa.types.is_dictionary(arr.type) else arr.type
+    arr = comparable(arr)
+    if len(arr) == arr.null_count:
+        return None
+    x = pc.min_max(arr)[func]
+    return pa.scalar(x.as_py(), t).as_py() if pa.types.is_duration(t) else x.as_py()
 
 
 def fold(func: str, v: np.ndarray, valid, index, w) -> Any:
@@ -222,33 +252,65 @@ class GroupStats:
         return fold(func, self.min if func == "min" else self.max, self.valid, grp, None)
 
 
+class OrderedGroupStats(GroupStats):
+    """:class:`GroupStats` of a non-numeric build column: counts as there, and per key group the
+    ``min`` / ``max`` value as Arrow arrays (null for a group of no value), taken by Arrow's
+    hash aggregation. Cost: one pass over the build column."""
+
+    def __init__(self, col: pa.Array | pa.ChunkedArray, group_rows: np.ndarray, group_start: np.ndarray, name: str):
+        super().__init__(*validity(col), group_rows, group_start, name)
+        groups = group_start.shape[0] - 1
+        gid = np.repeat(np.arange(groups, dtype=np.int64), np.diff(group_start))
+        t = pa.table({"g": gid, "v": comparable(outer.take(col, group_rows))})
+        agg = t.group_by("g", use_threads=False).aggregate([("v", "min"), ("v", "max")])
+        at = np.full(groups, -1, np.int64)
+        at[agg["g"].to_numpy()] = np.arange(agg.num_rows)
+        idx = pa.array(at, mask=at < 0)
+        vt = col.type.value_type if pa.types.is_dictionary(col.type) else col.type
+        self.amin, self.amax = (agg[f"v_{f}"].take(idx).combine_chunks().cast(vt) for f in ("min", "max"))
+
+    def fold(self, func: str, grp: np.ndarray) -> Any:
+        if func in ("min", "max"):
+            return ordered_extreme(func, (self.amin if func == "min" else self.amax).take(pa.array(grp)))
+        return super().fold(func, grp)
+
+
 class AggSink:
     """Folds every chunk into partial aggregates (no result rows are built). Probe columns are
     decoded at the result's probe rows (each once, weighted by its build matches); build columns
     come from :class:`GroupStats` of the matched key groups."""
 
-    def __init__(self, aggs: list[Agg], bs: Any, how: str):
-        from . import outer
-
-        self.aggs, self.bs, self.how, self._outer = aggs, bs, how, outer
+    def __init__(self, aggs: list[Agg], bs: Any, how: str, probe_schema: pa.Schema):
+        self.aggs, self.bs, self.how, self.probe_schema = aggs, bs, how, probe_schema
         self.probe_cols = sorted({a.column for a in aggs if a.column is not None and a.side == "probe"})
         build_cols = sorted({a.column for a in aggs if a.column is not None and a.side == "build"})
         # columns only counted: only their validity is read, so any type counts (strings, dates...)
         self.counted = {(a.side, a.column) for a in aggs if a.column is not None} - {
             (a.side, a.column) for a in aggs if a.column is not None and a.func != "count"}
-        self.gstats = {c: GroupStats(*self._build_values(c), bs.group_rows, bs.group_start, c) for c in build_cols}
+        # non-numeric columns (min / max by Arrow, count by validity)
+        schemas = {"probe": probe_schema, "build": bs.table.schema}
+        self.ordered = {(a.side, a.column) for a in aggs if a.column is not None
+                        and not is_numeric(schemas[a.side].field(a.column).type)}
+        self.gstats = {c: OrderedGroupStats(bs.table[c], bs.group_rows, bs.group_start, c)
+                       if ("build", c) in self.ordered else
+                       GroupStats(*self._build_values(c), bs.group_rows, bs.group_start, c) for c in build_cols}
 
     def _build_values(self, c: str) -> tuple[np.ndarray, np.ndarray | None]:
         col = self.bs.table[c]
-        return validity(col) if ("build", c) in self.counted else numeric(col)
+        return validity(col) if ("build", c) in self.counted | self.ordered else numeric(col)
 
     def _probe_values(self, ch: Any, c: str, rows: np.ndarray, whole: bool) -> tuple:
+        """``(values, valid, index, arrow)``: ``arrow`` the values at ``rows`` of a non-numeric
+        column (``values`` / ``valid`` then only for ``count``), else None."""
+        if ("probe", c) in self.ordered:
+            arr = ch.arrow(c, rows, whole)
+            return (*validity(arr), None, arr)
         if ("probe", c) in self.counted:
-            return (*validity(ch.arrow(c, rows, whole)), None)
-        return ch.numeric(c, rows, whole)
+            return (*validity(ch.arrow(c, rows, whole)), None, None)
+        return (*ch.numeric(c, rows, whole), None)
 
     def chunk(self, ch: Any, r: Any, pos, grp, unmatched, whole: bool) -> None:
-        rows, w = self._outer.probe_weights(self.bs, self.how, pos, grp, unmatched)
+        rows, w = outer.probe_weights(self.bs, self.how, pos, grp, unmatched)
         r.result_rows = rows.shape[0] if w is None else int(w.sum())
         if rows.shape[0] == 0:
             r.partial = [empty(a) for a in self.aggs]
@@ -261,8 +323,9 @@ class AggSink:
             elif a.side == "build":
                 out.append(self.gstats[a.column].fold(a.func, grp) if grp.shape[0] else empty(a))
             else:
-                v, valid, index = values[a.column]
-                out.append(fold(a.func, v, valid, index, w))
+                v, valid, index, arr = values[a.column]
+                ordered = arr is not None and a.func != "count"
+                out.append(ordered_extreme(a.func, arr) if ordered else fold(a.func, v, valid, index, w))
         r.partial = out
 
     def build_only(self, rows: np.ndarray) -> list[Any]:
@@ -271,6 +334,13 @@ class AggSink:
         for a in self.aggs:
             if a.column is None:
                 out.append(rows.shape[0])
+            elif a.fill is not None and rows.shape[0]:  # the joined key: its build value on these rows
+                v = outer.filled(self.bs, a.fill, rows, self.probe_schema.field(a.column).type, a.out)
+                ordered = a.func != "count" and ("probe", a.column) in self.ordered
+                out.append(ordered_extreme(a.func, v) if ordered else
+                           fold(a.func, *(validity(v) if a.func == "count" else numeric(v)), None, None))
+            elif a.side == "build" and rows.shape[0] and a.func != "count" and ("build", a.column) in self.ordered:
+                out.append(ordered_extreme(a.func, outer.take(self.bs.table[a.column], rows)))
             elif a.side == "build" and rows.shape[0]:
                 out.append(fold(a.func, *self._build_values(a.column), rows, None))
             else:

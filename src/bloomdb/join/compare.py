@@ -24,6 +24,9 @@ string / binary    their bytes (UTF-8 for strings): string, large_string, binary
                    and the view types join each other
 =================  ===========================================================================
 
+A key column of Arrow's null type (an all-None pandas column) takes the other side's domain and
+matches nothing, as DuckDB's NULL-typed column; two null-typed keys compare as int64 (nothing).
+
 Refused with :class:`InvalidArgument` naming both types: every other combination. That is every
 pair DuckDB refuses (date or timestamp with a number, binary with a number, ...) and, stricter
 than DuckDB, string with a number, bool or date (DuckDB casts each string and fails on the first
@@ -102,7 +105,10 @@ class KeyDomain:
         """``(words, valid)``: the values of a key column of type ``t`` (a numpy array of its
         storage integers, bools, floats or datetime64; null slots hold anything) as uint64 words
         of this domain. ``valid`` comes back with unrepresentable values cleared (they equal no
-        key of the other side); None when every row is valid."""
+        key of the other side); None when every row is valid. A null-typed column's keys are all null."""
+        if pa.types.is_null(t):
+            n = len(values)
+            return _ro(np.zeros(n, np.uint64)), np.zeros(n, np.bool_)
         c = _classify(t)
         v = np.asarray(values)
         if v.dtype.kind in "mM":
@@ -251,6 +257,14 @@ def key_domain(pkey: str, ptype: pa.DataType, bkey: str, btype: pa.DataType) -> 
 
     Raises InvalidArgument naming both keys and types for a pair that has none (module docstring).
     """
+    if pa.types.is_null(ptype) or pa.types.is_null(btype):  # an all-null column (pandas' all-None): matches nothing
+        other = btype if pa.types.is_null(ptype) else ptype
+        if pa.types.is_null(other):
+            return KeyDomain("int", "int64", "int64")
+        if _classify(other) is None:
+            raise _refuse(pkey, ptype, bkey, btype, f"{other} keys are not supported (keys are integers, bool, "
+                          "floats, dates, timestamps, strings or binary)")
+        return key_domain(pkey, other, bkey, other)
     p, b = _classify(ptype), _classify(btype)
     for t, c in ((ptype, p), (btype, b)):
         if c is None:

@@ -243,6 +243,21 @@ class ReaderSource(ProbeSource):
         return i.table.num_rows
 
 
+def index_keys(obj: Any, keys: list[str], side: str) -> Any:
+    """A pandas DataFrame whose key columns include named index levels (pandas' ``merge`` takes
+    index level names in ``on``) with those levels made columns (first, as ``reset_index`` puts
+    them); anything else as given. A name that is both a column and an index level raises
+    InvalidArgument, as pandas refuses it as ambiguous."""
+    if type(obj).__module__.split(".")[0] != "pandas" or type(obj).__name__ != "DataFrame":
+        return obj
+    levels = [k for k in dict.fromkeys(keys) if k in obj.index.names]
+    both = [k for k in levels if k in obj.columns]
+    if both:
+        raise InvalidArgument(f"{side} key {both[0]!r} is both an index level and a column of the {side} DataFrame, "
+                              "which is ambiguous (pandas refuses it too)")
+    return obj.reset_index(level=levels) if levels else obj
+
+
 def open_build(obj: Any) -> Any:
     """The build side in a form :func:`.sources.read_all` and :func:`.sources.schema_of` read:
     a folder of Parquet files (hive partitions as columns), a glob or a list of Parquet paths

@@ -81,6 +81,8 @@ class GroupSink:
         for g, k in zip(groups, self.keys):
             t = (probe_schema if g.side == "probe" else bs.table.schema).field(g.name).type
             types[k] = pa.int64() if g.side == "build" else (t.value_type if pa.types.is_dictionary(t) else t)
+            if g.fill is not None and pa.types.is_null(t):  # a null-typed joined key takes the build key's type
+                types[k] = _plain(bs.table[g.fill]).type
         self.key_types = types
         self.atypes = [None if a.column is None else
                        (probe_schema if a.side == "probe" else bs.table.schema).field(a.column).type for a in aggs]
@@ -121,13 +123,21 @@ class GroupSink:
         n = rows.shape[0]
         cols = {}
         for g, k in zip(self.groups, self.keys):
-            cols[k] = pa.array(self.codes[rows]) if g.side == "build" else pa.nulls(n, self.key_types[k])
+            if g.side == "build":
+                cols[k] = pa.array(self.codes[rows])
+            elif g.fill is not None:  # the joined key (USING): the build row's key
+                fill = outer.cast_fill(_plain(outer.take(self.bs.table[g.fill], rows)), self.key_types[k], g.out)
+                cols[k] = _group_key(fill)
+            else:
+                cols[k] = pa.nulls(n, self.key_types[k])
         values = []
         for a, t in zip(self.aggs, self.atypes):
             if a.column is None:
                 values.append(None)
             elif a.side == "build":
                 values.append(_plain(outer.take(self.bs.table[a.column], rows)))
+            elif a.fill is not None:  # the joined key: its build value on these rows
+                values.append(outer.filled(self.bs, a.fill, rows, t, a.out))
             else:
                 values.append(pa.nulls(n, t.value_type if pa.types.is_dictionary(t) else t))
         return self._partial(cols, values, None)
@@ -152,7 +162,7 @@ class GroupSink:
                     inputs[f"b{j}"] = bound
                     specs.append((f"b{j}", "sum"))
             if a.func in ("min", "max"):
-                if pa.types.is_boolean(v.type):
+                if pa.types.is_boolean(v.type) or pa.types.is_duration(v.type):  # Arrow's hash min/max: no duration kernel
                     v = v.cast(pa.int64())
                 if pa.types.is_floating(v.type):
                     nan = pc.fill_null(pc.is_nan(v), False)
@@ -349,9 +359,9 @@ class DenseGroupSink(GroupSink):
         bs, aggs = self.bs, self.aggs
 
         self.G = int(self.codes.max()) + 1
-        self.cols = list(dict.fromkeys((a.side, a.column) for a in aggs if a.column is not None))
+        self.cols = list(dict.fromkeys((a.side, a.column, a.fill) for a in aggs if a.column is not None))
         self.build_vals = {}
-        for side, c in self.cols:
+        for side, c, _ in self.cols:
             if side == "build":
                 v, valid = _numeric_build(bs.table[c])
                 self.build_vals[c] = (v, valid)
@@ -361,8 +371,7 @@ class DenseGroupSink(GroupSink):
         self.gcode = None if self.build_vals else _key_codes(self.codes, bs)
 
     def _is_float(self, sc) -> bool:
-        side, c = sc
-        t = self.atypes[[(a.side, a.column) for a in self.aggs].index(sc)]
+        t = self.atypes[[(a.side, a.column, a.fill) for a in self.aggs].index(sc)]
         return pa.types.is_floating(t)
 
     def chunk(self, ch, r, pos, grp, unmatched, whole: bool) -> None:
@@ -376,7 +385,7 @@ class DenseGroupSink(GroupSink):
         codes = self.codes[np.where(brow < 0, self.codes.shape[0] - 1, brow)]
         local = {sc: _Acc(self.G, self._is_float(sc)) for sc in self.cols}
         at = outer.AtRows(ch, rows, whole)
-        for (side, c), acc in local.items():
+        for (side, c, _), acc in local.items():
             if side == "build":
                 v, valid = self.build_vals[c]
                 acc.fold(codes, v, brow, valid)
@@ -395,7 +404,7 @@ class DenseGroupSink(GroupSink):
         r.result_rows = int(K.result_codes(groups, self.gcode, int(self.codes[-1]), codes, weights, n))
         local = {sc: _Acc(self.G, self._is_float(sc)) for sc in self.cols}
         at = outer.AtRows(ch, rows, whole)
-        for (_, c), acc in local.items():
+        for (_, c, _), acc in local.items():
             self._fold_probe(acc, at, c, codes, weights)
         self._merge(n, local)
 
@@ -418,10 +427,14 @@ class DenseGroupSink(GroupSink):
             return None
         codes = self.codes[rows]
         self.rows += np.bincount(codes, minlength=self.G)
-        for (side, c), acc in self.accs.items():
+        for (side, c, fill), acc in self.accs.items():
             if side == "build":
                 v, valid = self.build_vals[c]
                 acc.fold(codes, v, rows, valid)
+            elif fill is not None:  # the joined key: its build value on these rows
+                t = self.atypes[[(a.side, a.column, a.fill) for a in self.aggs].index((side, c, fill))]
+                v, valid = _numeric_build(outer.filled(self.bs, fill, rows, t, c))
+                acc.fold(codes, v.astype(np.float64) if acc.is_float else v, None, valid)
         return None
 
     def result(self, partials: list[Any]) -> pa.Table:
@@ -434,7 +447,7 @@ class DenseGroupSink(GroupSink):
             if a.column is None:
                 cols.append(pa.array(self.rows[present]))
             else:
-                cols.append(self.accs[(a.side, a.column)].final(a, present, f.type))
+                cols.append(self.accs[(a.side, a.column, a.fill)].final(a, present, f.type))
         return pa.Table.from_arrays([c.cast(f.type) if c.type != f.type else c for c, f in zip(cols, schema)],
                                     schema=schema)
 

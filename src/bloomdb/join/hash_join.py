@@ -20,7 +20,7 @@ from .adaptive import AdaptivePolicy
 from .aggregate import AggSink
 from .build import BuildSide
 from .compare import KeyDomain, key_domain
-from .dataset import open_build, open_probe
+from .dataset import index_keys, open_build, open_probe
 from .keys import Packer, combine, from_arrow
 from .plan import HOWS, KEEPS_BUILD, KEEPS_PROBE, output_columns, parse_aggregates, parse_group_by, parse_on
 from .predicates import parse_where
@@ -53,13 +53,15 @@ def _sink(how, columns, aggregates, group_by, src, bschema, pkeys, bkeys, suffix
 
         if aggregates is None:
             raise InvalidArgument("group_by needs aggregates= (one row per group of those values)")
-        groups = parse_group_by(group_by, how, src.schema, bschema)
-        aggs = parse_aggregates(aggregates, src.schema, bschema, how)
-        cols = [g.name for g in groups if g.side == "build"] + [a.column for a in aggs if a.side == "build" and a.column]
+        groups = parse_group_by(group_by, how, src.schema, bschema, pkeys, bkeys)
+        aggs = parse_aggregates(aggregates, src.schema, bschema, how, pkeys, bkeys)
+        cols = [g.name for g in groups if g.side == "build"] + [g.fill for g in groups if g.fill] + \
+            [a.column for a in aggs if a.side == "build" and a.column] + [a.fill for a in aggs if a.fill]
         return (lambda bs: make_group_sink(groups, aggs, bs, how, src.schema)), cols
     if aggregates is not None:
-        aggs = parse_aggregates(aggregates, src.schema, bschema, how)
-        return (lambda bs: AggSink(aggs, bs, how)), [a.column for a in aggs if a.side == "build" and a.column]
+        aggs = parse_aggregates(aggregates, src.schema, bschema, how, pkeys, bkeys)
+        cols = [a.column for a in aggs if a.side == "build" and a.column] + [a.fill for a in aggs if a.fill]
+        return (lambda bs: AggSink(aggs, bs, how, src.schema)), cols
     outs = output_columns(columns, how, src.schema, bschema, pkeys, bkeys, suffix)
     cols = [o.name for o in outs if o.side == "build"] + [o.fill for o in outs if o.fill]
     return (lambda bs: RowSink(outs, bs, how, src.schema)), cols
@@ -133,7 +135,8 @@ def hash_join(
     files, a ``pyarrow.dataset.Dataset``, a ``RecordBatchReader`` or in-memory data; only the
     columns the join needs are read, and held in memory.
 
-    ``on``: the key column name on both sides, or a list of names: a multi-column key (rows match
+    ``on``: the key column name on both sides (a pandas DataFrame's named index level too, as in
+    pandas' ``merge``: it becomes a column), or a list of names: a multi-column key (rows match
     when every column matches; a null in any key column never matches); ``left_on`` /
     ``right_on``: the probe's and the build's key columns when their names differ (pandas-style,
     lists of equal length). Min/max and Parquet Bloom pruning use the first key column. Keys
@@ -144,15 +147,17 @@ def hash_join(
     ``"inner"``; ``"left"`` (every probe row; build columns null where no build row matches);
     ``"right"`` (every build row; probe columns null where no probe row matches); ``"full"`` (both);
     ``"semi"`` (probe rows with a match, once); ``"anti"`` (probe rows without a match, null keys
-    included). In right and full joins the probe key columns are filled from the build keys on
-    build-only rows (``USING`` / pandas coalescing), unless ``columns`` names them ``"probe.k"``:
-    that is the probe row's own value, null on build-only rows. Where the build-side filter saves work:
+    included). A key named alike on both sides is one result column; in right and full joins it is
+    filled from the build key on build-only rows (``USING`` / pandas coalescing), unless ``columns``
+    names it ``"probe.k"``: that is the probe row's own value, null on build-only rows. A key pair
+    named differently (``left_on="k", right_on="kk"``) keeps both columns by default, as pandas'
+    merge and DuckDB's ``SELECT *``: ``k`` the probe's value (null on build-only rows), ``kk`` the build's. Where the build-side filter saves work:
     inner, semi and right joins skip, for every probe row it rejects, the hash probe and the
     decoding of every other column; left, full and anti joins must return rejected rows too, so
     there it saves the hash probes and the build-side lookups only (every probe column is decoded).
 
-    ``columns``: result columns (default: all probe columns, plus the build side's non-key columns
-    for inner/left/right/full, a build column named like a probe column getting ``suffix``,
+    ``columns``: result columns (default: all probe columns, plus the build side's columns but
+    the keys named alike on both sides, for inner/left/right/full, a build column named like a probe column getting ``suffix``,
     ``"_right"`` as in Polars; ``"build.x"`` / ``"probe.x"`` pick a side). ``aggregates``: instead
     of rows, ``["sum(x)", "count(*)", "avg(build.y)", "min(y)", "max(y)", "count(y)"]`` over probe
     and build columns, folded chunk by chunk without building the joined rows: a dict, or with
@@ -186,8 +191,8 @@ def hash_join(
         raise InvalidArgument("stream=True returns rows; aggregates and group_by return one small result")
     policy = AdaptivePolicy(pushdown, threshold=adaptive_threshold)
     pkeys, bkeys = parse_on(on, left_on, right_on)
-    src = open_probe(probe, verify, chunk_rows)
-    build = open_build(build)
+    src = open_probe(index_keys(probe, pkeys, "probe"), verify, chunk_rows)
+    build = open_build(index_keys(build, bkeys, "build"))
     bschema = schema_of(build)
     domains = _domains(src, bschema, pkeys, bkeys)
     preds = parse_where(where, src.schema)

@@ -75,6 +75,11 @@ def from_arrow(arr: pa.Array | pa.ChunkedArray, domain: KeyDomain) -> JoinKeys:
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     n = len(arr)
+    if pa.types.is_null(arr.type):  # an all-null column: no key is valid
+        if domain.kind == "int":
+            return from_values(np.zeros(n, np.int64), None, arr.type, domain)
+        return JoinKeys(n, data=_ro(np.zeros(1, np.uint8)), offsets=_ro(np.zeros(n + 1, np.int64)),
+                        valid=np.zeros(n, np.bool_))
     valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else None
     if domain.kind == "int":
         t = arr.type

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from ..errors import InvalidArgument
 from . import _join_kernels as K
 from .build import BuildSide
 
@@ -107,6 +108,27 @@ def take(col: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> pa.Array:
     idx = pa.array(rows, mask=rows < 0) if rows.shape[0] and rows.min() < 0 else pa.array(rows)
     out = col.take(idx)
     return out.combine_chunks() if isinstance(out, pa.ChunkedArray) else out
+
+
+def cast_fill(a: pa.Array, t: pa.DataType, name: str) -> pa.Array:
+    """``a`` (build key values filling a probe key column, or a chunk's column) as type ``t``;
+    InvalidArgument when a value does not fit."""
+    try:
+        return a.cast(t)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise InvalidArgument(f"result column {name!r}: build key values do not fit the probe key's type {t} "
+                              f"({exc}); name the build key column in columns= (e.g. 'build.{name}')") from None
+
+
+def filled(bs: BuildSide, fill: str, rows: np.ndarray, t: pa.DataType, name: str) -> pa.Array:
+    """The build key ``fill`` at build rows ``rows`` as values of the probe key's type ``t`` (the
+    joined key on build-only rows; a null-typed probe key takes the build key's type)."""
+    a = take(bs.table[fill], rows)
+    if pa.types.is_dictionary(a.type):
+        a = a.cast(a.type.value_type)
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return a if pa.types.is_null(t) or a.type == t else cast_fill(a, t, name)
 
 
 class AtRows:

@@ -35,6 +35,7 @@ class Agg:
     column: str | None  # None for count(*)
     out: str
     side: str = "probe"  # the side ``column`` is read from
+    fill: str | None = None  # build key filling this probe key on build-only rows (the joined key, as USING)
 
 
 def _names(value: Any, name: str) -> list[str] | None:
@@ -91,15 +92,19 @@ def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, p
                    bkeys: list[str], suffix: str = "_right") -> list[OutColumn]:
     """Resolve ``columns`` (None = every probe column, plus the build side's non-key columns for
     joins that keep build columns; a build column named like a probe column gets ``suffix``, as in
-    Polars' ``join(suffix="_right")``). In right and full joins a probe key column is filled from its
-    build key where only the build side has the row (pandas' and DuckDB's ``USING`` coalescing)."""
-    fills = dict(zip(pkeys, bkeys)) if how in KEEPS_BUILD else {}
+    Polars' ``join(suffix="_right")``). A key named alike on both sides (``on="k"``) is one column: in
+    right and full joins the probe key is filled from the build key where only the build side has
+    the row (pandas' and DuckDB's ``USING`` coalescing). A key pair with different names
+    (``left_on="k", right_on="kk"``) keeps both columns, as pandas' merge and DuckDB's ``SELECT *``
+    do: ``k`` the probe's value (null on build-only rows), ``kk`` the build's."""
+    same = {p for p, b in zip(pkeys, bkeys) if p == b}
+    fills = {p: p for p in same} if how in KEEPS_BUILD else {}
     if columns is None:
         out = [OutColumn("probe", n, n, fills.get(n)) for n in probe.names]
         if how in WITH_BUILD:
             taken = set(probe.names)
             for n in build.names:
-                if n not in bkeys:
+                if n not in same:
                     out.append(OutColumn("build", n, f"{n}{suffix}" if n in taken else n))
         if len({o.out for o in out}) != len(out):
             raise InvalidArgument(f"result column names clash with suffix {suffix!r}; give another suffix or columns=")
@@ -120,10 +125,18 @@ def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, p
     return out
 
 
-def parse_group_by(group_by: Any, how: str, probe: pa.Schema, build: pa.Schema) -> list[OutColumn]:
-    """Group-by columns of either side (names as in ``columns``)."""
+def parse_group_by(group_by: Any, how: str, probe: pa.Schema, build: pa.Schema, pkeys: list[str] | None = None,
+                   bkeys: list[str] | None = None) -> list[OutColumn]:
+    """Group-by columns of either side (names as in ``columns``: in right and full joins a key
+    named alike on both sides is the joined key, filled from the build key on build-only rows,
+    unless written ``"probe.k"``)."""
     names = _names(group_by, "group_by")
-    out = [OutColumn(*resolve(c, probe, build, how, "group-by column"), c) for c in names]
+    fills = {p for p, b in zip(pkeys or [], bkeys or []) if p == b} if how in KEEPS_BUILD else set()
+    out = []
+    for c in names:
+        side, name = resolve(c, probe, build, how, "group-by column")
+        coalesced = side == "probe" and name in fills and not c.startswith("probe.")
+        out.append(OutColumn(side, name, c, name if coalesced else None))
     if len({o.out for o in out}) != len(out):
         raise InvalidArgument("group_by names a column twice")
     return out
@@ -133,12 +146,27 @@ def _numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
 
 
+def orderable(t: pa.DataType) -> bool:
+    """Whether ``min`` / ``max`` of a column of type ``t`` answer (as DuckDB's): numbers, bool,
+    dates, times, timestamps, durations, decimals, strings and binary (by their bytes), and
+    dictionaries of those, and the null type (no value: null). Intervals and nested types are refused."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    return (_numeric(t) or pa.types.is_null(t) or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_timestamp(t)
+            or pa.types.is_duration(t) or pa.types.is_decimal(t) or pa.types.is_string(t)
+            or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+            or pa.types.is_fixed_size_binary(t))
+
+
 def parse_aggregates(aggregates: Any, probe: pa.Schema, build: pa.Schema | None = None,
-                     how: str = "inner") -> list[Agg]:
+                     how: str = "inner", pkeys: list[str] | None = None, bkeys: list[str] | None = None) -> list[Agg]:
     """``["sum(x)", "count(*)", ("max", "y"), "avg(build.z)"]`` or ``{"total": "sum(x)", ...}``.
 
-    Columns resolve as in ``columns`` (probe first; ``build.x`` for a build column); sum, avg,
-    min and max need numeric or bool columns; ``count(*)`` counts result rows.
+    Columns resolve as in ``columns`` (probe first; ``build.x`` for a build column; in right and
+    full joins a key named alike on both sides is the joined key, its build value on build-only
+    rows, unless written ``probe.k``); sum and avg
+    need numeric or bool columns, min and max also take dates, times, timestamps, durations,
+    decimals, strings and binary (:func:`orderable`); ``count(*)`` counts result rows.
     """
     build = build if build is not None else pa.schema([])
     if isinstance(aggregates, dict):
@@ -148,6 +176,7 @@ def parse_aggregates(aggregates: Any, probe: pa.Schema, build: pa.Schema | None 
         items = [(None, a) for a in aggregates]
     else:
         raise InvalidArgument(f"aggregates must be a list like ['sum(x)', 'count(*)'] or a dict, got {aggregates!r}")
+    fills = {p for p, b in zip(pkeys or [], bkeys or []) if p == b} if how in KEEPS_BUILD else set()
     out = []
     for name, a in items:
         if isinstance(a, str):
@@ -168,10 +197,13 @@ def parse_aggregates(aggregates: Any, probe: pa.Schema, build: pa.Schema | None 
         if col is not None:
             side, cname = resolve(col, probe, build, how, "aggregate column")
             t = (probe if side == "probe" else build).field(cname).type
-            if func != "count" and not _numeric(t):
+            if func in ("min", "max") and not orderable(t):
+                raise InvalidArgument(f"{func}({col}): column type {t} has no order to take a {func} in")
+            if func in ("sum", "avg") and not _numeric(t):
                 raise InvalidArgument(f"{func}({col}): column type {t} is not numeric")
         label = name if name is not None else f"{func}({col if col is not None else '*'})"
-        out.append(Agg(func, cname, label, side))
+        coalesced = side == "probe" and cname in fills and not col.startswith("probe.")
+        out.append(Agg(func, cname, label, side, cname if coalesced else None))
     if not out:
         raise InvalidArgument("aggregates is empty")
     if len({a.out for a in out}) != len(out):

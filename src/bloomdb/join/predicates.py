@@ -13,8 +13,9 @@ Literals compare as DuckDB compares them: NaN orders above every number and equa
 and ``x <= NaN`` are true, in literals and in ``in`` lists alike), -0.0 equals 0.0, an integer
 literal outside an integer column's type is decided by the range (``u8 < 300`` holds for every
 row, ``u8 == 256`` for none), a float literal meets an integer or float32 column as float64 (an
-integer literal meets a float column as the column's type), a boolean column meets an integer
-as 1 / 0, and a date /
+integer literal meets a float column as the column's type), a decimal column meets a float
+literal as float64 and a Decimal or integer literal exactly (in a decimal wide enough for both), a
+boolean column meets an integer as 1 / 0, and a date /
 datetime literal meets a date or timestamp column exactly (a date is its midnight; a literal finer
 than the column's unit is not truncated: ``d >= datetime(2020, 1, 1, 12)`` excludes 2020-01-01). A chunk whose
 min/max statistics (or a hive partition value) show that no row can pass is skipped before any
@@ -24,6 +25,7 @@ read, in every kind of join (:meth:`Predicate.may_pass`).
 from __future__ import annotations
 
 import datetime
+import decimal
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,8 +79,8 @@ class Predicate:
             lo, hi = _bounds_for(lo, hi, self.value)
             return {"<": lo < self.value, "<=": lo <= self.value, ">": hi > self.value,
                     ">=": hi >= self.value}[self.op]
-        except TypeError:  # statistics of another kind than the literal (e.g. bytes vs str): keep
-            return True
+        except (TypeError, ArithmeticError):  # statistics of another kind than the literal (bytes vs str,
+            return True  # Decimal vs NaN): keep
 
 
 
@@ -131,6 +133,31 @@ def _bool_as_number(arr: pa.Array, t: pa.DataType, values) -> tuple[pa.Array, pa
     return pc.cast(arr, pa.int64()), pa.int64()
 
 
+def _decimal_common(arr: pa.Array, t: pa.DataType, values) -> tuple[pa.Array, pa.DataType, list]:
+    """A decimal column met by a float literal compares as float64 (DuckDB: DECIMAL with DOUBLE is
+    DOUBLE; Decimal literals in the list as floats too); by Decimal and integer literals exactly, in
+    a decimal wide enough for the column and every literal (a literal with more digits or a finer
+    scale than the column was refused by Arrow's cast)."""
+    values = list(values)
+    if not pa.types.is_decimal(t) or not values:
+        return arr, t, values
+    if any(_is_float(v) for v in values):
+        return pc.cast(arr, pa.float64()), pa.float64(), [float(v) if isinstance(v, decimal.Decimal) else v
+                                                           for v in values]
+    scale, digits = t.scale, t.precision - t.scale
+    for v in values:
+        if isinstance(v, decimal.Decimal) and v.is_finite():
+            tup = v.as_tuple()
+            scale, digits = max(scale, -tup.exponent), max(digits, len(tup.digits) + tup.exponent)
+        elif _is_int(v):
+            digits = max(digits, len(str(abs(int(v)))))
+    p = digits + scale
+    if (scale, p) == (t.scale, t.precision) or p > 76:
+        return arr, t, values
+    wide = pa.decimal128(p, scale) if p <= 38 else pa.decimal256(p, scale)
+    return pc.cast(arr, wide), wide, values
+
+
 def _compare(arr: pa.Array, op: str, value: Any) -> pa.Array:
     """``arr <op> value`` as DuckDB answers it: NaN equals NaN and orders above every number,
     -0.0 equals 0.0, an integer column against an integer literal outside its type's range is
@@ -140,6 +167,7 @@ def _compare(arr: pa.Array, op: str, value: Any) -> pa.Array:
     if pa.types.is_dictionary(t):
         arr, t = arr.dictionary_decode(), t.value_type
     arr, t = _bool_as_number(arr, t, (value,))
+    arr, t, _ = _decimal_common(arr, t, (value,))
     if pa.types.is_integer(t) and _is_int(value):
         lo, hi = _int_range(t)
         if not lo <= int(value) <= hi:
@@ -217,6 +245,7 @@ def _is_in(arr: pa.Array, values: tuple) -> pa.Array:
         arr, t = arr.dictionary_decode(), t.value_type
     values = [v for v in values if v is not None]
     arr, t = _bool_as_number(arr, t, values)
+    arr, t, values = _decimal_common(arr, t, values)
     value_set = None
     if pa.types.is_integer(t) and any(_is_float(v) for v in values):
         arr, t = pc.cast(arr, pa.float64(), safe=False), pa.float64()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ..errors import InvalidArgument
 from . import fanout, outer
 from .build import BuildSide
 from .plan import OutColumn
@@ -23,6 +22,8 @@ class RowSink:
     def __init__(self, outs: list[OutColumn], bs: BuildSide, how: str, probe_schema: pa.Schema):
         self.outs, self.bs, self.how = outs, bs, how
         types = [(probe_schema if o.side == "probe" else bs.table.schema).field(o.name).type for o in outs]
+        # a null-typed probe key filled from its build key takes the build key's type (DuckDB's USING)
+        types = [bs.table.schema.field(o.fill).type if o.fill and pa.types.is_null(t) else t for o, t in zip(outs, types)]
         self.schema = pa.schema([pa.field(o.out, t) for o, t in zip(outs, types)])
         self.fans_out = bool(bs.groups) and int(bs.group_count.max()) > 1
         self.grouped = {o.name: fanout.GroupedColumn(bs.table[o.name], bs.group_rows)
@@ -59,7 +60,7 @@ class RowSink:
             if o.side == "build":
                 arrays.append(outer.take(self.bs.table[o.name], rows))
             elif o.fill is not None:
-                arrays.append(_cast(outer.take(self.bs.table[o.fill], rows), f.type, o.out))
+                arrays.append(outer.cast_fill(outer.take(self.bs.table[o.fill], rows), f.type, o.out))
             else:
                 arrays.append(pa.nulls(rows.shape[0], f.type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
@@ -68,13 +69,6 @@ class RowSink:
         """One chunk's rows as a record batch of :attr:`schema` (None when it has none)."""
         if r.arrays is None:
             return None
-        arrays = [_cast(a, f.type, f.name) if a.type != f.type else a for a, f in zip(r.arrays, self.schema)]
+        arrays = [outer.cast_fill(a, f.type, f.name) if a.type != f.type else a for a, f in zip(r.arrays, self.schema)]
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
-
-def _cast(a: pa.Array, t: pa.DataType, name: str) -> pa.Array:
-    try:
-        return a.cast(t)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise InvalidArgument(f"result column {name!r}: build key values do not fit the probe key's type {t} "
-                              f"({exc}); name the build key column in columns= (e.g. 'build.{name}')") from None
