@@ -69,6 +69,19 @@ def test_calc(capsys):
     assert int(std[7].replace(",", "")) < 1_000_000  # 8 bits/key cannot hold 1M keys at 1%
 
 
+@pytest.mark.parametrize("keys", [100_000_000_000, 2**64 - 1])
+def test_calc_of_more_keys_than_a_family_sizes_gives_every_row(capsys, keys):
+    """A key count some families cannot size (cuckoo's 2^32 buckets, capacities past 2^63 - 1,
+    LevelDB's 32-bit hash at 1%) gives those families a row saying why; the command failed on the
+    first such family before, and the wide numbers ran into each other."""
+    assert main(["calc", "--keys", str(keys), "--fpr", "0.01"]) == 0
+    rows = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines()[3:-2]}
+    assert set(rows) == {i.name for i in filters.available()}
+    assert "32-bit hash" in rows["leveldb"]
+    assert all(len(ln.split()) >= 8 for ln in rows.values())
+    assert "cuckoo" in rows["cuckoo"] and float(rows["ribbon"].split()[3]) > 7
+
+
 @pytest.mark.parametrize("size", [None, 1_000_000])
 def test_calc_knows_every_family(size):
     """Every installed family gets a row (leveldb, register, ribbon and cuckoo were missing), the
@@ -187,7 +200,7 @@ def test_plot_fits_the_data_and_bounds_zero_fp_points(tmp_path):
 def test_calc_shows_the_k_each_family_uses(capsys):
     assert main(["calc", "--keys", "10", "--fpr", "0.01", "--bytes", "1"]) == 0
     sbbf = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("sbbf")][0].split()
-    assert sbbf[4] == "8"  # split-block Bloom sets one bit in each of 8 words, whatever the size
+    assert sbbf[5] == "8"  # split-block Bloom sets one bit in each of 8 words, whatever the size
 
 
 def test_filter_bench_and_calc_know_scalable(capsys):

@@ -3,12 +3,14 @@ DuckDB. Before: the shuffle plan dropped the probe rows its filter rejected from
 joins (3 rows of 6), and the broadcast plan emitted a right / full join's build-only rows once per
 probe partition (7 rows for 4). Now rejected rows are joined against no build rows, right and full
 joins run on the shuffle plan (a build row lives in one co-partition; null build keys in the
-first), and a build side that is not a Dask DataFrame is refused for them."""
+first), a pandas build side becomes a one-partition Dask DataFrame for them, other build sides
+are refused."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 dd = pytest.importorskip("dask.dataframe", reason="the dask extra is not installed")
@@ -61,7 +63,20 @@ def test_outer_joins_equal_duckdb(client, how, plan):
 
 
 @pytest.mark.parametrize("how", ["right", "full"])
-def test_right_and_full_need_a_dask_build_side(client, how):
+def test_right_and_full_take_a_pandas_build_side(client, how):
+    """A pandas build side is co-partitioned as a one-partition Dask DataFrame (it was refused):
+    the build-only rows come once, as DuckDB's."""
     probe, build = _data()
-    with pytest.raises(InvalidArgument, match="Dask DataFrame build side"):
-        bd.filtered_join(dd.from_pandas(probe, npartitions=2), build, on="k", how=how)
+    con = duckdb.connect()
+    con.register("p", probe)
+    con.register("b", build)
+    want = con.execute(f"SELECT k, v, w FROM p {KIND[how]} JOIN b USING (k)").fetchdf()
+    got = bd.filtered_join(dd.from_pandas(probe, npartitions=3), build, on="k", how=how).compute()
+    assert _norm(got, ["k", "v", "w"]) == _norm(want, ["k", "v", "w"])
+
+
+@pytest.mark.parametrize("how", ["right", "full"])
+def test_right_and_full_refuse_a_build_side_they_cannot_co_partition(client, how):
+    probe, build = _data()
+    with pytest.raises(InvalidArgument, match="pandas or Dask DataFrame build side"):
+        bd.filtered_join(dd.from_pandas(probe, npartitions=2), pa.Table.from_pandas(build), on="k", how=how)

@@ -135,3 +135,21 @@ def test_what_has_no_order_or_sum_stays_refused(agg):
                       "iv": pa.array([pa.MonthDayNano([1, 0, 0])], pa.month_day_nano_interval())})
     with pytest.raises(InvalidArgument, match=agg.split("(")[0]):
         hash_join(probe, pa.table({"k": [1]}), on="k", aggregates=[agg])
+
+
+@pytest.mark.parametrize("how", sorted(KIND))
+def test_min_max_of_a_null_typed_column_is_null(how):
+    """A column of Arrow's null type (an all-None pandas column) has no value: min / max are null,
+    as DuckDB's over a NULL column (refused before), plain and per group."""
+    probe = pa.table({"k": [1, 2, 3, 1], "g": [1, 1, 2, 2], "x": pa.nulls(4)})
+    build = pa.table({"k": [1, 2, 5]})
+    con = duckdb.connect()
+    con.register("p", probe)
+    con.register("b", build)
+    sql = f"FROM p {KIND[how]} JOIN b USING (k)"
+    got = hash_join(probe, build, on="k", how=how, aggregates=["min(x)", "max(x)", "count(x)", "count(*)"])
+    assert tuple(got.values()) == con.execute(f"SELECT min(x), max(x), count(x), count(*) {sql}").fetchone()
+    grouped = hash_join(probe, build, on="k", how=how, aggregates=["min(x)", "max(x)"], group_by="g")
+    want = con.execute(f"SELECT g, min(x), max(x) {sql} GROUP BY g").fetchall()
+    rows = list(zip(*grouped.to_pydict().values()))
+    assert sorted(rows, key=repr) == sorted(want, key=repr)

@@ -78,7 +78,11 @@ def calculate(keys: int, fpr: float, size_bytes: int | None = None) -> list[Calc
                 rows.append(row)
             continue
         if info.name in _OWN_ROWS:
-            if (row := _OWN_ROWS[info.name](cls, keys, fpr, size_bytes)) is not None:
+            try:
+                row = _OWN_ROWS[info.name](cls, keys, fpr, size_bytes)
+            except BloomDBError as exc:  # e.g. more keys than the family can size: a row saying why
+                row = CalcRow(info.name, 0, 0, 0.0, 0, float("nan"), 0, str(exc))
+            if row is not None:
                 rows.append(row)
             continue
         if info.spec_meaning != "bits per key":
@@ -153,6 +157,9 @@ def _leveldb_row(cls, keys: int, fpr: float, size_bytes: int | None) -> CalcRow 
         b = math.ceil(bpk)
         while b < 100 and model(keys, keys * b, cls.build([], bits_per_key=b).num_probes) > fpr:
             b += 1
+        if model(keys, keys * b, cls.build([], bits_per_key=b).num_probes) > fpr:
+            return CalcRow(cls.family, 0, 0, 0.0, 0, float("nan"), 0,
+                           f"cannot reach {fpr:g} at {keys:,} keys: its 32-bit hash's collisions alone exceed it")
         bits = max(64, -(-keys * b // 8) * 8)
     else:
         bits = size_bytes * 8
@@ -233,15 +240,19 @@ def _fit(n: int) -> str:
 
 
 def format_rows(rows: list[CalcRow], keys: int, fpr: float, size_bytes: int | None) -> str:
-    head = (f"{'family':<10}{'bits':>14}{'bytes':>14}{'bits/key':>10}{'x bound':>8}{'k':>4}{'expected FPR':>14}"
-            f"{'keys that fit':>15}")
+    """The calculator's table: columns as wide as their widest cell (sizes of 10^11 keys and more
+    keep their columns apart); a family that cannot size the filter shows why in its note."""
+    head = ("family", "bits", "bytes", "bits/key", "x bound", "k", "expected FPR", "keys that fit")
+    cells = [(r.family, f"{r.bits:,}", f"{r.bytes:,}", f"{r.bits_per_key:.2f}", f"{r.over_bound:.2f}x",
+              str(r.num_probes), f"{100 * r.expected_fpr:.4f}%", _fit(r.keys_that_fit)) for r in rows]
+    widths = [max(len(c[i]) for c in [head, *cells]) for i in range(len(head))]
+
+    def line(c):
+        return " ".join(x.ljust(w) if i == 0 else x.rjust(w) for i, (x, w) in enumerate(zip(c, widths)))
+
     title = f"{keys:,} keys at FP rate {fpr:g}" + (f", {size_bytes:,} bytes" if size_bytes else "")
-    lines = [title, head, "-" * len(head)]
-    for r in rows:
-        lines.append(
-            f"{r.family:<10}{r.bits:>14,}{r.bytes:>14,}{r.bits_per_key:>10.2f}{r.over_bound:>7.2f}x{r.num_probes:>4}"
-            f"{100 * r.expected_fpr:>13.4f}%{_fit(r.keys_that_fit):>15} {r.note}"
-        )
+    lines = [title, line(head), "-" * len(line(head))]
+    lines += [line(c) + (f" {r.note}" if r.note else "") for c, r in zip(cells, rows)]
     lines.append("keys that fit: most keys the filter holds before its expected FP rate crosses the target")
     lines.append("x bound: bits per key over the information-theoretic bound log2(1 / expected FP rate)")
     return "\n".join(lines)

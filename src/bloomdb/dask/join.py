@@ -280,8 +280,9 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
     one task per file, each file's row groups pruned by its own statistics and Bloom filters).
     ``build``: a Dask or pandas DataFrame, a pyarrow Table, or a Parquet file / columnar table path.
     ``on`` / ``left_on`` / ``right_on`` / ``how`` (``"inner"``, ``"left"``, ``"right"``, ``"full"``,
-    ``"semi"``, ``"anti"``; right and full joins take a Dask DataFrame build side and always run
-    the shuffle plan, where each build row lives in one co-partition) /
+    ``"semi"``, ``"anti"``; right and full joins take a pandas or Dask DataFrame build side (a
+    pandas one becomes a one-partition Dask DataFrame) and always run the shuffle plan, where each
+    build row lives in one co-partition) /
     ``columns`` / ``aggregates`` / ``pushdown`` mean what they mean in
     :func:`bloomdb.join.hash_join`; ``filter``: the build-side filter spec. Builds of at most
     ``broadcast_rows`` rows are broadcast, larger ones use the shuffle plan (``shuffle_partitions``
@@ -304,10 +305,13 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
     if found is None and not isinstance(probe, dd.DataFrame):
         raise InvalidArgument(f"probe must be a Dask DataFrame or a Parquet dataset path, got {type(probe).__name__}")
     files, pschema = found if found is not None else (None, pa.Schema.from_pandas(probe._meta, preserve_index=False))
+    if how in KEEPS_BUILD and isinstance(build, pd.DataFrame):  # each build row must live in one co-partition
+        build = dd.from_pandas(build, npartitions=1)
     build_rows = int(len(build)) if isinstance(build, dd.DataFrame) else None
     if how in KEEPS_BUILD and build_rows is None:  # every worker would add the build-only rows again
-        raise InvalidArgument(f"a {how} join keeps the build rows no probe row matches; distributed, it needs a Dask "
-                              "DataFrame build side (co-partitioned with the probe): dd.from_pandas(build, ...)")
+        raise InvalidArgument(f"a {how} join keeps the build rows no probe row matches; distributed, it needs a pandas "
+                              "or Dask DataFrame build side (co-partitioned with the probe), got "
+                              f"{type(build).__name__}: build.to_pandas() or dd.from_pandas(...)")
     bschema = pa.Schema.from_pandas(build._meta, preserve_index=False) if isinstance(build, dd.DataFrame) \
         else schema_of(build)
     aggs = parse_aggregates(aggregates, pschema, bschema, how, pkeys, bkeys) if aggregates is not None else None

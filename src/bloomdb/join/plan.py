@@ -149,10 +149,10 @@ def _numeric(t: pa.DataType) -> bool:
 def orderable(t: pa.DataType) -> bool:
     """Whether ``min`` / ``max`` of a column of type ``t`` answer (as DuckDB's): numbers, bool,
     dates, times, timestamps, durations, decimals, strings and binary (by their bytes), and
-    dictionaries of those. Intervals and nested types are refused."""
+    dictionaries of those, and the null type (no value: null). Intervals and nested types are refused."""
     if pa.types.is_dictionary(t):
         t = t.value_type
-    return (_numeric(t) or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_timestamp(t)
+    return (_numeric(t) or pa.types.is_null(t) or pa.types.is_date(t) or pa.types.is_time(t) or pa.types.is_timestamp(t)
             or pa.types.is_duration(t) or pa.types.is_decimal(t) or pa.types.is_string(t)
             or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
             or pa.types.is_fixed_size_binary(t))
