@@ -29,8 +29,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import numpy as np
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 from .join_bench import PAYLOAD, QUERY_AGGS, _agree, make_build, make_probe

@@ -9,7 +9,8 @@ A read for a missing key costs one RAM probe per table (all tables' filters are 
 kernel call) instead of one block read per table. See :class:`DB` and :class:`Options`.
 """
 
-from .db import DB, Snapshot, WriteBatch
+from .batch import WriteBatch
+from .db import DB, Snapshot
 from .options import Options
 from .prefix import CappedPrefix, FixedPrefix
 from .repairdb import RepairReport, repair

@@ -32,7 +32,7 @@ import numpy as np
 from ..errors import BloomDBError, InvalidArgument, KeyTypeError, StoreClosed
 from . import checkpoint, logrun, opening, properties, rangedel, wal
 from .background import Background, TaskContext
-from .batch import WriteBatch, key_bytes as _key
+from .batch import key_bytes as _key
 from .compaction import executor
 from .dictlike import DictForms
 from .iterator import Iterator, IteratorClosed, half_open
@@ -405,7 +405,7 @@ class DB(WritePath, DictForms):
         return out
 
     def __contains__(self, key) -> bool:
-        return self.get(key, _ABSENT) is not _ABSENT
+        return self.get(key, _ABSENT_HERE) is not _ABSENT_HERE
 
     def snapshot(self) -> Snapshot:
         """A consistent view as of now; versions it can see are kept until it is released."""
@@ -559,5 +559,3 @@ class DB(WritePath, DictForms):
             "last_sequence": self._seq, **cache_stats(self._cache),
         }
 
-
-_ABSENT = object()

@@ -14,8 +14,7 @@ Cost: each form is one call of the store's own method (``get``, ``put``, ``delet
 from __future__ import annotations
 
 from ..errors import NotFoundError
-
-_ABSENT = object()
+from .memtable import ABSENT as _ABSENT
 
 
 class DictForms:

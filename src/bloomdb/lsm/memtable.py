@@ -124,9 +124,14 @@ class MemTable:
 
     def value(self, key: bytes, snap: int):
         """The value of ``key``'s newest version visible at ``snap``: bytes, ``None`` (deleted)
-        or :data:`ABSENT` (no version here)."""
-        e = self.get(key, snap)
-        return ABSENT if e is None else e[1]
+        or :data:`ABSENT` (no version here). As :meth:`get`, without building the pair."""
+        v = self.latest.get(key, ABSENT)  # the value before its sequence (the order get reads them in)
+        if v is ABSENT or self.seqs.get(key, self.base) <= snap:
+            return v
+        for old in reversed(self.history.get(key, ())):
+            if old[0] <= snap:
+                return old[1]
+        return ABSENT
 
     def _merge_pending(self) -> None:
         """Sort the keys added since the last call into ``keys`` (callers hold the store's lock)."""

@@ -10,7 +10,7 @@ then in a compaction's first output table, until a compaction finds nothing olde
 snapshot hides).
 
 Writes: a tombstone is one operation of a WAL record (type 2, :mod:`.wal`) with its own
-sequence number, alone (:meth:`DB.delete_range`) or inside a :class:`~.db.WriteBatch`
+sequence number, alone (:meth:`DB.delete_range`) or inside a :class:`~.batch.WriteBatch`
 (all-or-nothing with the batch's other operations, after a crash too).
 
 Reads: :class:`Tombstones` is the set one reader sees (memtables' and version's, at its
