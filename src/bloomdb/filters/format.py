@@ -94,6 +94,19 @@ def aligned_empty(nbytes: int, align: int = ALIGN) -> np.ndarray:
     Raises InvalidArgument when ``nbytes`` exceeds the machine's physical memory and
     :class:`~bloomdb.errors.OutOfMemory` when the allocation fails; both say how much was needed.
     """
+    return _aligned(nbytes, align, np.empty)
+
+
+def aligned_zeros(nbytes: int, align: int = ALIGN) -> np.ndarray:
+    """A zeroed ``uint8`` array of ``nbytes``, ``align``-aligned (``np.zeros`` gives only 16),
+    raising as :func:`aligned_empty`. Cost: ``np.zeros`` (calloc): a large array takes fresh zero
+    pages from the system, each made resident when first written, so a filter created for a
+    billion keys holds no memory until keys arrive (and ``bloomdb calc`` sizes it without filling
+    gigabytes)."""
+    return _aligned(nbytes, align, np.zeros)
+
+
+def _aligned(nbytes: int, align: int, make) -> np.ndarray:
     ram = _physical_memory()
     if ram is not None and nbytes > ram:
         raise InvalidArgument(
@@ -101,18 +114,11 @@ def aligned_empty(nbytes: int, align: int = ALIGN) -> np.ndarray:
             "of memory: lower the capacity or the bits per key"
         )
     try:
-        raw = np.empty(nbytes + align, dtype=np.uint8)
+        raw = make(nbytes + align, dtype=np.uint8)
     except MemoryError:
         raise OutOfMemory(f"cannot allocate {human_bytes(nbytes)} for a filter") from None
     shift = (-raw.ctypes.data) % align
     return raw[shift : shift + nbytes]
-
-
-def aligned_zeros(nbytes: int, align: int = ALIGN) -> np.ndarray:
-    """A zeroed ``uint8`` array of ``nbytes``, ``align``-aligned (``np.zeros`` gives only 16)."""
-    out = aligned_empty(nbytes, align)
-    out.fill(0)
-    return out
 
 
 def header_size(params_len: int) -> int:
