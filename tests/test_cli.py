@@ -102,7 +102,7 @@ def test_calc_knows_every_family(size):
 @pytest.mark.slow
 def test_demo_runs(tmp_path, capsys):
     plot = tmp_path / "demo.png"
-    assert main(["demo", "--keys", "100000", "--sweep-keys", "20000", "--plot", str(plot)]) == 0
+    assert main(["demo", "--keys", "30000", "--sweep-keys", "5000", "--plot", str(plot)]) == 0
     assert plot.exists()
     out = capsys.readouterr().out
     assert "blocked:10" in out

@@ -42,7 +42,9 @@ def _duckdb_join(t: pa.Table) -> pa.Table:
     return got.cast(t.schema).sort_by(ORDER)
 
 
-def _flip_every(tmp_path, compression, step: int) -> dict:
+def _flip_every(tmp_path, compression, step: int, skip: int = 0) -> dict:
+    """Flip the byte at every ``step``-th offset of every file (offsets that are multiples of
+    ``skip`` left out: another test flips those) and read the table back three ways."""
     t = _table()
     src = tmp_path / "src"
     columnar.write(src, t, chunk_rows=16, compression=compression)
@@ -53,6 +55,8 @@ def _flip_every(tmp_path, compression, step: int) -> dict:
     for fname in sorted(os.listdir(src)):
         raw = (src / fname).read_bytes()
         for at in range(0, len(raw), step):
+            if skip and at % skip == 0:
+                continue
             shutil.rmtree(dst, ignore_errors=True)
             shutil.copytree(src, dst)
             damaged = bytearray(raw)
@@ -81,9 +85,10 @@ def test_flipped_bytes_raise_or_read_right(tmp_path, compression):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("compression", [None, "zstd"])
-def test_every_flipped_byte_raises_or_reads_right(tmp_path, compression):
-    _flip_every(tmp_path, compression, step=1)
+def test_every_flipped_byte_raises_or_reads_right(tmp_path):
+    """Uncompressed (where a flip lands in values, not in a compressed stream): with the test
+    above, every byte of every file is flipped once."""
+    _flip_every(tmp_path, None, step=1, skip=5)
 
 
 def test_chunks_are_verified_once_per_open_table(tmp_path, monkeypatch):

@@ -175,7 +175,7 @@ def test_join_shapes_match_duckdb(tmp_path_factory, s):
 
 
 @pytest.mark.slow
-@settings(max_examples=200, **_SETTINGS)
+@settings(max_examples=100, **_SETTINGS)
 @given(shapes())
 def test_join_shapes_match_duckdb_long(tmp_path_factory, s):
     check_shape(tmp_path_factory.mktemp("shape"), s)

@@ -92,7 +92,7 @@ def test_fixed_width_multi_column_keys_match_duckdb(tmp_path_factory, s):
 
 
 @pytest.mark.slow
-@settings(max_examples=250, **_SETTINGS)
+@settings(max_examples=120, **_SETTINGS)
 @given(multikey_shapes())
 def test_fixed_width_multi_column_keys_match_duckdb_long(tmp_path_factory, s):
     check(tmp_path_factory.mktemp("multikey"), s)

@@ -157,7 +157,7 @@ def test_join_forms_match_duckdb(tmp_path_factory, s):
 
 
 @pytest.mark.slow
-@settings(max_examples=300, **_SETTINGS)
+@settings(max_examples=150, **_SETTINGS)
 @given(outer_shapes())
 def test_join_forms_match_duckdb_long(tmp_path_factory, s):
     check(tmp_path_factory.mktemp("outer"), s)

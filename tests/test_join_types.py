@@ -309,7 +309,7 @@ def test_random_type_pairs_and_values_match_duckdb(tmp_path_factory, drawn):
 
 
 @pytest.mark.slow
-@settings(max_examples=150, **_SETTINGS)
+@settings(max_examples=80, **_SETTINGS)
 @given(_pair())
 def test_random_type_pairs_and_values_match_duckdb_long(tmp_path_factory, drawn):
     a, pvals, b, bvals = drawn

@@ -22,4 +22,4 @@ def test_sigkill_crash_50(tmp_path):
 
 @pytest.mark.slow
 def test_sigkill_crash_many(tmp_path):
-    _cycles(tmp_path, 150, seed=2)
+    _cycles(tmp_path, 100, seed=2)

@@ -388,7 +388,7 @@ def test_page_checksums_are_verified(tmp_path, compression, version):
     md = pq.ParquetFile(p).metadata
     q = tmp_path / "damaged.parquet"
     wrong_unverified = 0
-    for at in range(4, len(raw) - 8 - md.serialized_size, 7):
+    for at in range(4, len(raw) - 8 - md.serialized_size, 11):
         damaged = bytearray(raw)
         damaged[at] ^= 0x10
         q.write_bytes(bytes(damaged))
