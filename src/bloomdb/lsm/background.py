@@ -73,7 +73,7 @@ class Background:
     def __init__(self, db, threaded: bool):
         self.db = db
         self.compact_pointers: dict[int, bytes] = {}
-        self._releases: list = []  # futures of replaced versions dropped in the file writer thread
+        self._releases: list = []  # futures of replaced versions dropped in the release thread
         self._releases_pid = os.getpid()  # the process that queued them
         self._shapes: dict = {}  # table number -> its shape (:meth:`_shapes_of`)
         self.seek_due: tuple[int, int] | None = None  # (level, table number) whose seek budget ran out
@@ -268,7 +268,7 @@ class Background:
         except BaseException as e:
             db._fail(e)
             raise
-        # the replaced version's tables are unmapped in the file writer thread, not here
+        # the replaced version's tables are unmapped in the release thread, not here
         holder = [version]
         del version  # before the release thread empties the holder: its drop must be the last one
         self._releases = [f for f in self._releases if not f.done()]
@@ -276,10 +276,10 @@ class Background:
         self._releases_pid = os.getpid()
 
     def wait_released(self) -> None:
-        """Wait until every version a compaction replaced was dropped by the file writer thread
+        """Wait until every version a compaction replaced was dropped by the release thread
         (:func:`.compaction.executor.release_later`; the store is closing: its files are
         unmapped before ``close`` returns, unless a reader still holds them). In a process forked
-        after the releases were queued they never run (the child has no file writer thread of its
+        after the releases were queued they never run (the child has no release thread of its
         parent's): they are forgotten."""
         if self._releases and self._releases_pid != os.getpid():
             self._releases.clear()
