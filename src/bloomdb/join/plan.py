@@ -88,6 +88,14 @@ def resolve(c: str, probe: pa.Schema, build: pa.Schema, how: str, what: str = "c
     return side, name
 
 
+def _coalesced(pkeys: list[str] | None, bkeys: list[str] | None, how: str | None = None) -> set[str]:
+    """The probe keys named alike on both sides (one joined column, as ``USING``); with ``how``,
+    only where the join fills them from the build key (right and full joins), else empty."""
+    if how is not None and how not in KEEPS_BUILD:
+        return set()
+    return {p for p, b in zip(pkeys or [], bkeys or []) if p == b}
+
+
 def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, pkeys: list[str],
                    bkeys: list[str], suffix: str = "_right") -> list[OutColumn]:
     """Resolve ``columns`` (None = every probe column, plus the build side's non-key columns for
@@ -97,7 +105,7 @@ def output_columns(columns: Any, how: str, probe: pa.Schema, build: pa.Schema, p
     the row (pandas' and DuckDB's ``USING`` coalescing). A key pair with different names
     (``left_on="k", right_on="kk"``) keeps both columns, as pandas' merge and DuckDB's ``SELECT *``
     do: ``k`` the probe's value (null on build-only rows), ``kk`` the build's."""
-    same = {p for p, b in zip(pkeys, bkeys) if p == b}
+    same = _coalesced(pkeys, bkeys)
     fills = {p: p for p in same} if how in KEEPS_BUILD else {}
     if columns is None:
         out = [OutColumn("probe", n, n, fills.get(n)) for n in probe.names]
@@ -131,7 +139,7 @@ def parse_group_by(group_by: Any, how: str, probe: pa.Schema, build: pa.Schema, 
     named alike on both sides is the joined key, filled from the build key on build-only rows,
     unless written ``"probe.k"``)."""
     names = _names(group_by, "group_by")
-    fills = {p for p, b in zip(pkeys or [], bkeys or []) if p == b} if how in KEEPS_BUILD else set()
+    fills = _coalesced(pkeys, bkeys, how)
     out = []
     for c in names:
         side, name = resolve(c, probe, build, how, "group-by column")
@@ -176,7 +184,7 @@ def parse_aggregates(aggregates: Any, probe: pa.Schema, build: pa.Schema | None 
         items = [(None, a) for a in aggregates]
     else:
         raise InvalidArgument(f"aggregates must be a list like ['sum(x)', 'count(*)'] or a dict, got {aggregates!r}")
-    fills = {p for p, b in zip(pkeys or [], bkeys or []) if p == b} if how in KEEPS_BUILD else set()
+    fills = _coalesced(pkeys, bkeys, how)
     out = []
     for name, a in items:
         if isinstance(a, str):
