@@ -80,3 +80,30 @@ def test_right_and_full_refuse_a_build_side_they_cannot_co_partition(client, how
     probe, build = _data()
     with pytest.raises(InvalidArgument, match="pandas or Dask DataFrame build side"):
         bd.filtered_join(dd.from_pandas(probe, npartitions=2), pa.Table.from_pandas(build), on="k", how=how)
+
+
+@pytest.mark.parametrize("how, indexed, plan", [("inner", "probe", "broadcast"), ("left", "build", "shuffle"),
+                                                ("full", "both", "shuffle"), ("left", "both", "broadcast")])
+def test_on_names_a_frames_index_as_dask_merge(client, how, indexed, plan):
+    """``on="k"`` where ``k`` is a Dask (or pandas) frame's index, as ``dd.merge`` takes it; was
+    refused ("probe side has no key column 'k'") while ``hash_join`` took it."""
+    probe, build = _data()
+    con = duckdb.connect()
+    con.register("p", probe)
+    con.register("b", build)
+    want = con.execute(f"SELECT k, v, w FROM p {KIND.get(how, 'INNER')} JOIN b USING (k)").fetchdf()
+    # sort=False: Dask cannot sort an index holding nulls into divisions
+    src = dd.from_pandas(probe.set_index("k") if indexed != "build" else probe, npartitions=3, sort=False)
+    bsrc = build.set_index("k") if indexed != "probe" else build
+    if plan == "shuffle":
+        bsrc = dd.from_pandas(bsrc, npartitions=2, sort=False)
+    kw = dict(on="k", how=how, broadcast_rows=0 if plan == "shuffle" else 10**9)
+    got = bd.filtered_join(src, bsrc, **kw).compute()
+    assert _norm(got, ["k", "v", "w"]) == _norm(want, ["k", "v", "w"])
+
+
+def test_a_name_both_the_index_and_a_column_is_refused(client):
+    probe, build = _data()
+    both = dd.from_pandas(probe.set_index("k", drop=False), npartitions=2)
+    with pytest.raises(InvalidArgument, match="ambiguous"):
+        bd.filtered_join(both, build, on="k")

@@ -34,7 +34,7 @@ import pyarrow as pa
 from ..errors import InvalidArgument
 from ..join import hash_join
 from ..join.aggregate import combine, final
-from ..join.dataset import MultiSource, ProbeFile, dataset_files
+from ..join.dataset import MultiSource, ProbeFile, dataset_files, index_keys
 from ..join.plan import HOWS, KEEPS_BUILD, KEEPS_PROBE, Agg, parse_aggregates, parse_on
 from ..join.sources import schema_of
 from .files import uncompressed_bytes
@@ -262,6 +262,25 @@ def _probe_files(probe: Any) -> tuple[list[ProbeFile], pa.Schema] | None:
     return files, schema if schema is not None else pq.read_schema(files[0].path)
 
 
+def _index_keys(frame: Any, keys: list[str], side: str) -> Any:
+    """``frame`` with the key names that are its index's name made columns, as ``dd.merge`` and
+    ``pd.merge`` take index level names in ``on``: a Dask DataFrame's (one-level) index by
+    ``reset_index`` (lazy, per partition), a pandas DataFrame's levels by
+    :func:`bloomdb.join.dataset.index_keys`; anything else as given. A name that is both the index's
+    and a column's raises InvalidArgument (ambiguous, as pandas refuses it)."""
+    import dask.dataframe as dd
+
+    if not isinstance(frame, dd.DataFrame):
+        return index_keys(frame, keys, side)
+    name = frame._meta.index.name
+    if name is None or name not in keys:
+        return frame
+    if name in frame.columns:
+        raise InvalidArgument(f"{side} key {name!r} is both the index and a column of the {side} DataFrame, "
+                              "which is ambiguous (pandas refuses it too)")
+    return frame.reset_index()
+
+
 def _meta(probe_schema: pa.Schema, build_schema: pa.Schema, kw: dict) -> pd.DataFrame:
     """The result's empty frame: hash_join of empty inputs of the same schemas."""
     res = hash_join(probe_schema.empty_table(), build_schema.empty_table(), **kw)
@@ -279,7 +298,8 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
     ``probe``: a Dask DataFrame, or a Parquet dataset (a folder, a glob, a file or a list of them:
     one task per file, each file's row groups pruned by its own statistics and Bloom filters).
     ``build``: a Dask or pandas DataFrame, a pyarrow Table, or a Parquet file / columnar table path.
-    ``on`` / ``left_on`` / ``right_on`` / ``how`` (``"inner"``, ``"left"``, ``"right"``, ``"full"``,
+    ``on`` / ``left_on`` / ``right_on`` (column names, or the name of a Dask or pandas frame's
+    index, as ``dd.merge``) / ``how`` (``"inner"``, ``"left"``, ``"right"``, ``"full"``,
     ``"semi"``, ``"anti"``; right and full joins take a pandas or Dask DataFrame build side (a
     pandas one becomes a one-partition Dask DataFrame) and always run the shuffle plan, where each
     build row lives in one co-partition) /
@@ -301,6 +321,7 @@ def filtered_join(probe: Any, build: Any, on: Any = None, how: str = "inner", co
     pkeys, bkeys = parse_on(on, left_on, right_on)
     if isinstance(broadcast_rows, bool) or not isinstance(broadcast_rows, int) or broadcast_rows < 0:
         raise InvalidArgument(f"broadcast_rows must be a non-negative integer, got {broadcast_rows!r}")
+    probe, build = _index_keys(probe, pkeys, "probe"), _index_keys(build, bkeys, "build")
     found = None if isinstance(probe, dd.DataFrame) else _probe_files(probe)
     if found is None and not isinstance(probe, dd.DataFrame):
         raise InvalidArgument(f"probe must be a Dask DataFrame or a Parquet dataset path, got {type(probe).__name__}")
