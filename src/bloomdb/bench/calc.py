@@ -1,6 +1,7 @@
 """The Bloom calculator: for N keys at FP rate P, each family's size, k and expected FP rate.
 
-Sizes come from the families' own constructors (so they include every rounding the filter does);
+Sizes come from the families' own sizing (``Filter.planned_size``: every rounding the filter
+does, without allocating it, so sizes past this machine's memory are printed too);
 expected FP rates from each family's model. "Keys that fit" is the largest key count whose
 expected FP rate, at the filter's size and fixed k, stays at or under P.
 """
@@ -54,7 +55,7 @@ def _k_for(cls, keys: int, bits_per_key: float) -> int:
     """The k the family picks for ``keys`` at ``bits_per_key`` (a static family: from an empty build)."""
     if cls.static:
         return cls.build([], bits_per_key=bits_per_key).num_probes
-    return cls(capacity=max(1, keys), bits_per_key=bits_per_key).num_probes
+    return cls.planned_size(max(1, keys), bits_per_key=bits_per_key)[1]
 
 
 def calculate(keys: int, fpr: float, size_bytes: int | None = None) -> list[CalcRow]:
@@ -92,9 +93,10 @@ def calculate(keys: int, fpr: float, size_bytes: int | None = None) -> list[Calc
                 bpk = _bpk_for(cls, fpr)
                 if bpk is None:
                     continue
-                f = None if cls.static else cls(capacity=keys, bits_per_key=bpk)
-                bits = f.num_bits if f is not None else int(math.ceil(keys * bpk))
-                k = f.num_probes if f is not None else _k_for(cls, keys, bpk)
+                if cls.static:
+                    bits, k = int(math.ceil(keys * bpk)), _k_for(cls, keys, bpk)
+                else:
+                    bits, k = cls.planned_size(keys, bits_per_key=bpk)
                 model = (lambda n, bits=bits, k=k: cls.expected_fpr(bits / max(n, 1), k))
                 fit = fm.keys_before_fpr(model, fpr, keys)
                 expected = model(keys)
@@ -193,7 +195,7 @@ def _cuckoo_row(cls, keys: int, fpr: float, size_bytes: int | None) -> CalcRow |
 
     rows = []
     for fb in FINGERPRINT_BITS:
-        size_of = lambda n, fb=fb: cls(capacity=max(1, n), fingerprint_bits=fb).num_bits  # noqa: E731
+        size_of = lambda n, fb=fb: cls.planned_size(max(1, n), fingerprint_bits=fb)[0]  # noqa: E731
         bits = size_of(keys) if size_bytes is None else size_bytes * 8
         model = lambda n, bits=bits, fb=fb: cls.expected_fpr(bits / max(n, 1), fingerprint_bits=fb)  # noqa: E731
         if size_bytes is None and model(keys) > fpr:

@@ -8,11 +8,12 @@ part of the envelope so each family keeps only its sizing and kernels.
 from __future__ import annotations
 
 import struct
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..errors import InvalidArgument
+from .base import check_capacity
 
 PARAMS = struct.Struct("<QQBI")  # capacity, num_lines, k, millibits per key
 MAX_LINES = (1 << 32) - 1  # lines are picked by a 32-bit multiply-shift
@@ -32,6 +33,23 @@ class CacheLineState:
 
     #: Largest k a stored filter may claim (checked when reading bytes).
     max_probes: ClassVar[int] = 30
+
+    @classmethod
+    def _plan(cls, capacity: int, bits_per_key: float | None = None,
+              fpr: float | None = None) -> tuple[int, int, int, int]:
+        """The checked ``(capacity, num_lines, k, millibits)`` of a new filter sized by ``fpr`` or
+        ``bits_per_key`` (the family's ``_millibits`` and ``_probes_for``); raises InvalidArgument."""
+        capacity = check_capacity(capacity, cls.family)
+        if fpr is not None and bits_per_key is not None:
+            raise InvalidArgument("give bits_per_key or fpr, not both")
+        millibits = cls._millibits(bits_per_key, fpr)
+        return capacity, lines_for(cls.family, capacity, millibits), cls._probes_for(millibits), millibits
+
+    @classmethod
+    def planned_size(cls, capacity: int, **kwargs: Any) -> tuple[int, int]:
+        """As :meth:`Filter.planned_size`, by arithmetic (no allocation)."""
+        _, num_lines, k, _ = cls._plan(capacity, **kwargs)
+        return num_lines * 512, k
 
     def _init(self, capacity, num_lines, k, millibits, buf, count):
         self._capacity = capacity

@@ -277,6 +277,16 @@ class Filter(ABC):
         return cls(capacity=capacity, **kwargs)
 
     @classmethod
+    def planned_size(cls, capacity: int, **kwargs: Any) -> tuple[int, int]:
+        """``(num_bits, num_probes)`` of the filter ``cls(capacity, **kwargs)`` would make, raising
+        what the constructor raises for bad arguments. Cost: by default it makes that filter (its
+        buffer lazily zeroed, so no memory is touched, but refused past the machine's memory);
+        families whose size is arithmetic answer without allocating, for any size they can
+        address (``bloomdb calc`` sizes filters larger than the machine this way)."""
+        f = cls(capacity=capacity, **kwargs)
+        return f.num_bits, f.num_probes
+
+    @classmethod
     def build(cls, keys: Any, bits_per_key: float | None = None, **kwargs: Any) -> "Filter":
         """A filter sized for exactly ``keys`` and holding them (static families override this)."""
         batches = _keys.to_batches(keys)

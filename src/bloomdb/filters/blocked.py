@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InvalidArgument
 from . import _blocked_kernels as K
 from . import format as fmt
 from . import math as fm
 from .registry import register
-from ._cache_lines import CacheLineState, lines_for
-from .base import HashedFilter, check_bits_per_key, check_capacity, check_fpr
+from ._cache_lines import CacheLineState
+from .base import HashedFilter, check_bits_per_key, check_fpr
 
 
 
@@ -63,18 +62,20 @@ class BlockedBloom(CacheLineState, HashedFilter):
     has_probe_kernel = True
 
     def __init__(self, capacity: int, bits_per_key: float | None = None, fpr: float | None = None):
-        capacity = check_capacity(capacity, self.family)
-        if fpr is not None and bits_per_key is not None:
-            raise InvalidArgument("give bits_per_key or fpr, not both")
+        capacity, num_lines, k, millibits = self._plan(capacity, bits_per_key, fpr)
+        self._init(capacity, num_lines, k, millibits, fmt.aligned_zeros(num_lines * 64), 0)
+
+    @classmethod
+    def _millibits(cls, bits_per_key: float | None, fpr: float | None) -> int:
         if fpr is not None:
-            millibits = millibits_for_fpr(check_fpr(fpr))
-        else:
-            bpk = check_bits_per_key(10.0 if bits_per_key is None else bits_per_key, high=MAX_BITS_PER_KEY,
-                                     family=self.family, why="RocksDB's cap")
-            millibits = max(1000, fm.rocksdb_millibits_per_key(bpk))
-        num_lines = lines_for(self.family, capacity, millibits)
-        self._init(capacity, num_lines, fm.rocksdb_num_probes(millibits), millibits,
-                   fmt.aligned_zeros(num_lines * 64), 0)
+            return millibits_for_fpr(check_fpr(fpr))
+        bpk = check_bits_per_key(10.0 if bits_per_key is None else bits_per_key, high=MAX_BITS_PER_KEY,
+                                 family=cls.family, why="RocksDB's cap")
+        return max(1000, fm.rocksdb_millibits_per_key(bpk))
+
+    @staticmethod
+    def _probes_for(millibits: int) -> int:
+        return fm.rocksdb_num_probes(millibits)
 
     def _bind(self, buf: np.ndarray) -> None:
         self._words = buf.view(np.uint32)

@@ -29,14 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidArgument
 from . import _counting_kernels as K
 from . import format as fmt
 from . import math as fm
 from . import parallel
 from .registry import register
-from ._cache_lines import CacheLineState, lines_for
-from .base import check_bits_per_key, check_capacity, check_fpr
+from ._cache_lines import CacheLineState
+from .base import check_bits_per_key, check_fpr
 from .deletable import DeletableFilter
 
 # capacity, num_lines, k, millibits (of counter memory) per key: the layout of blocked's params,
@@ -77,17 +76,19 @@ class CountingBloom(CacheLineState, DeletableFilter):
     spec_meaning = "bits per key"
 
     def __init__(self, capacity: int, bits_per_key: float | None = None, fpr: float | None = None):
-        capacity = check_capacity(capacity, self.family)
-        if fpr is not None and bits_per_key is not None:
-            raise InvalidArgument("give bits_per_key or fpr, not both")
-        if fpr is not None:
-            millibits = millibits_for_fpr(check_fpr(fpr))
-        else:
-            bpk = check_bits_per_key(40.0 if bits_per_key is None else bits_per_key, high=4000.0, family=self.family)
-            millibits = max(4000, int(bpk * 1000.0 + 0.5))
-        num_lines = lines_for(self.family, capacity, millibits)
-        k = fm.counting_num_probes(millibits / 1000.0)
+        capacity, num_lines, k, millibits = self._plan(capacity, bits_per_key, fpr)
         self._init(capacity, num_lines, k, millibits, fmt.aligned_zeros(num_lines * 64), 0)
+
+    @classmethod
+    def _millibits(cls, bits_per_key: float | None, fpr: float | None) -> int:
+        if fpr is not None:
+            return millibits_for_fpr(check_fpr(fpr))
+        bpk = check_bits_per_key(40.0 if bits_per_key is None else bits_per_key, high=4000.0, family=cls.family)
+        return max(4000, int(bpk * 1000.0 + 0.5))
+
+    @staticmethod
+    def _probes_for(millibits: int) -> int:
+        return fm.counting_num_probes(millibits / 1000.0)
 
     # kernels
     def _add_hashes(self, hashes: np.ndarray, atomic: bool) -> None:

@@ -100,7 +100,19 @@ class CuckooFilter(DeletableFilter):
     max_copies = 2 * BUCKET_SLOTS
 
     def __init__(self, capacity: int, fingerprint_bits: int | None = None, fpr: float | None = None):
-        capacity = check_capacity(capacity, self.family)
+        capacity, nb, f = self._plan(capacity, fingerprint_bits, fpr)
+        self._init(capacity, nb, f, fmt.aligned_zeros(nb * f // 2), 0)
+
+    @classmethod
+    def planned_size(cls, capacity: int, **kwargs: Any) -> tuple[int, int]:
+        """As :meth:`Filter.planned_size`, by arithmetic (no allocation)."""
+        _, nb, f = cls._plan(capacity, **kwargs)
+        return nb * BUCKET_SLOTS * f, 2
+
+    @classmethod
+    def _plan(cls, capacity: int, fingerprint_bits: int | None = None, fpr: float | None = None) -> tuple[int, int, int]:
+        """The checked ``(capacity, num_buckets, fingerprint_bits)`` of a new filter (raises InvalidArgument)."""
+        capacity = check_capacity(capacity, cls.family)
         if fpr is not None and fingerprint_bits is not None:
             raise InvalidArgument("give fingerprint_bits or fpr, not both")
         if fpr is not None:
@@ -115,7 +127,7 @@ class CuckooFilter(DeletableFilter):
         nb = num_buckets_for(capacity)
         if nb > _MAX_BUCKETS:
             raise InvalidArgument(f"cuckoo filter of {nb} buckets exceeds 2^32 buckets")
-        self._init(capacity, nb, int(f), fmt.aligned_zeros(nb * int(f) // 2), 0)
+        return capacity, nb, int(f)
 
     @classmethod
     def spec_kwargs(cls, arg: str) -> dict[str, Any]:

@@ -95,7 +95,14 @@ class SplitBlockBloom(Filter):
     ):
         """A zeroed filter for ``capacity`` values: ``num_bytes``, ``fpr`` (Parquet sizing) or
         ``bits_per_key`` (default 10, whole blocks) — one of them. Raises InvalidArgument."""
-        capacity = check_capacity(capacity, self.family)
+        capacity, nbytes = self._plan(capacity, bits_per_key, fpr, num_bytes)
+        self._init(capacity, fmt.aligned_zeros(nbytes), 0)
+
+    @classmethod
+    def _plan(cls, capacity: int, bits_per_key: float | None = None, fpr: float | None = None,
+              num_bytes: int | None = None) -> tuple[int, int]:
+        """The checked ``(capacity, num_bytes)`` of a new filter (raises InvalidArgument)."""
+        capacity = check_capacity(capacity, cls.family)
         if sum(x is not None for x in (bits_per_key, fpr, num_bytes)) > 1:
             raise InvalidArgument("sbbf: give one of bits_per_key, fpr, num_bytes")
         if num_bytes is not None:
@@ -108,11 +115,16 @@ class SplitBlockBloom(Filter):
                 )
             nbytes = optimal_num_bytes(capacity, fpr)
         else:
-            bpk = check_bits_per_key(10.0 if bits_per_key is None else bits_per_key, family=self.family)
+            bpk = check_bits_per_key(10.0 if bits_per_key is None else bits_per_key, family=cls.family)
             nbytes = BYTES_PER_BLOCK * max(1, math.ceil(capacity * bpk / (8 * BYTES_PER_BLOCK)))
             if nbytes // BYTES_PER_BLOCK > _MAX_BLOCKS:
                 raise InvalidArgument(f"sbbf: {nbytes} bytes exceeds 2^31 blocks")
-        self._init(capacity, fmt.aligned_zeros(nbytes), 0)
+        return capacity, nbytes
+
+    @classmethod
+    def planned_size(cls, capacity: int, **kwargs: Any) -> tuple[int, int]:
+        """As :meth:`Filter.planned_size`, by arithmetic (no allocation)."""
+        return cls._plan(capacity, **kwargs)[1] * 8, 8
 
     def _init(self, capacity: int, buf: np.ndarray, count: int) -> None:
         self._capacity = capacity

@@ -149,9 +149,8 @@ class ScalableBloom(HashedFilter):
         bits = k = levels = held = 0
         while levels == 0 or held < keys:
             cap, p = self.level_plan(levels)
-            mb = blocked.millibits_for_fpr(p)
-            bits += blocked.lines_for("scalable", cap, mb) * 512
-            k = max(k, blocked.fm.rocksdb_num_probes(mb))
+            level_bits, level_k = blocked.BlockedBloom.planned_size(cap, fpr=p)
+            bits, k = bits + level_bits, max(k, level_k)
             held, levels = held + cap, levels + 1
         return bits, k, levels
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import struct
+from typing import Any
 
 import numpy as np
 
@@ -47,19 +48,7 @@ class StandardBloom(HashedFilter):
         fpr: float | None = None,
         num_probes: int | None = None,
     ):
-        capacity = check_capacity(capacity, self.family)
-        if fpr is not None and bits_per_key is not None:
-            raise InvalidArgument("give bits_per_key or fpr, not both")
-        if fpr is not None:
-            best = fm.standard_fpr(MAX_BITS_PER_KEY, 30)
-            fpr = check_fpr(fpr, best=best, family=self.family, why=f"30 probes at {MAX_BITS_PER_KEY} bits/key")
-            bits_per_key = fm.standard_bits_per_key_for_fpr(fpr, 30)
-        bits_per_key = check_bits_per_key(10.0 if bits_per_key is None else bits_per_key,
-                                          high=MAX_BITS_PER_KEY, family=self.family)
-        k = fm.optimal_k(bits_per_key) if num_probes is None else int(num_probes)
-        if not 1 <= k <= 30:
-            raise InvalidArgument(f"num_probes must be in 1..30, got {num_probes!r}")
-        num_bits = max(64, -(-math.ceil(capacity * bits_per_key) // 64) * 64)
+        capacity, bits_per_key, k, num_bits = self._plan(capacity, bits_per_key, fpr, num_probes)
         self._capacity = capacity
         self._target_bpk = bits_per_key
         self._k = k
@@ -67,6 +56,30 @@ class StandardBloom(HashedFilter):
         self._buf = fmt.aligned_zeros(num_bits // 8)
         self._words = self._buf.view(np.uint64)
         self._count = 0
+
+    @classmethod
+    def _plan(cls, capacity: int, bits_per_key: float | None = None, fpr: float | None = None,
+              num_probes: int | None = None) -> tuple[int, float, int, int]:
+        """The checked ``(capacity, bits_per_key, k, num_bits)`` of a new filter (raises InvalidArgument)."""
+        capacity = check_capacity(capacity, cls.family)
+        if fpr is not None and bits_per_key is not None:
+            raise InvalidArgument("give bits_per_key or fpr, not both")
+        if fpr is not None:
+            best = fm.standard_fpr(MAX_BITS_PER_KEY, 30)
+            fpr = check_fpr(fpr, best=best, family=cls.family, why=f"30 probes at {MAX_BITS_PER_KEY} bits/key")
+            bits_per_key = fm.standard_bits_per_key_for_fpr(fpr, 30)
+        bits_per_key = check_bits_per_key(10.0 if bits_per_key is None else bits_per_key,
+                                          high=MAX_BITS_PER_KEY, family=cls.family)
+        k = fm.optimal_k(bits_per_key) if num_probes is None else int(num_probes)
+        if not 1 <= k <= 30:
+            raise InvalidArgument(f"num_probes must be in 1..30, got {num_probes!r}")
+        return capacity, bits_per_key, k, max(64, -(-math.ceil(capacity * bits_per_key) // 64) * 64)
+
+    @classmethod
+    def planned_size(cls, capacity: int, **kwargs: Any) -> tuple[int, int]:
+        """As :meth:`Filter.planned_size`, by arithmetic (no allocation)."""
+        _, _, k, num_bits = cls._plan(capacity, **kwargs)
+        return num_bits, k
 
     # envelope
     def _params(self) -> bytes:
