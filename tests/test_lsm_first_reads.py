@@ -29,26 +29,30 @@ def _store(tmp_path, **kw):
     return p, opts
 
 
+def _slots(db):
+    """``(directory array, [(word of slot s, its table), ...])`` of the store's current version."""
+    ver = db._state[2]
+    return ver.directory.array, [(L.SLOTS + L.STRIDE * s, ref.table) for s, ref in enumerate(ver.slots)]
+
+
 def test_the_directory_points_at_each_filter_inside_its_tables_mapped_file(tmp_path):
     p, opts = _store(tmp_path)
     with DB.open(p, opts) as db:
         assert all(db.get(k) == b"v" * 50 for k in KEYS[::7])
         assert all(db.get(k + b"x") is None for k in KEYS[::7])
-        ver = db._state[2]
-        d = ver.directory.array
+        d, slots = _slots(db)
         checked = 0
-        for s, ref in enumerate(ver.slots):
-            b = L.SLOTS + L.STRIDE * s
+        for b, t in slots:
             if d[b + L.S_KIND] != L.FILTER:
                 continue
             rec = b + L.S_REC
             assert d[rec + L.R_FAM] >= L.F_MAPPED
-            start = ref.table._arr.ctypes.data
-            h = ref.table._handles
+            start = t._arr.ctypes.data
+            h = t._handles
             addr = int(d[rec + L.R_OFF])
             assert start + h.filter_off <= addr < start + h.filter_off + h.filter_size  # in place, in the map
             checked += 1
-        assert checked == len(ver.slots) > 1
+        assert checked == len(slots) > 1
         st = db.stats()
         # held once: the filters read (all of them here) are at most their bytes on disk
         assert 0 < st["filter_memory_bytes"] <= st["filter_bytes"]
@@ -241,3 +245,67 @@ def test_a_reopened_stores_tables_and_first_reads_leave_few_objects_for_the_garb
     assert tables >= 15
     assert every - few <= tables + 5, (few, every, tables)  # the filters: the object only (no guard, no lock)
     assert every <= 6 * tables + 60, (every, tables)  # 18 tables: 162 here; 216 with a Handles object, guard and lock per table
+
+
+@pytest.mark.parametrize("spec", [filters.family(i.name).example_spec or i.name for i in filters.available()])
+def test_the_lookup_kernel_reads_a_tables_filter_itself_with_the_familys_own_record(tmp_path, spec):
+    """A reopened table's first lookup reads its filter inside the lookup kernel (no filter
+    object, no Python step: :func:`_probe_kernels._load_lazy`) for the families whose
+    descriptor the filters' kernel reads; the record it makes is word for word the one the
+    family's own ``probe_descriptor()`` gives (the array in place in the table's map), and the
+    answers are every key's. Other families are read by Python, as before."""
+    from bloomdb.checksum import HW_RANGES
+    from bloomdb.lsm.probe import directory as D
+
+    p, opts = _store(tmp_path, filter=spec)
+    with DB.open(p, opts) as db:
+        assert all(db.get(k) == b"v" * 50 for k in KEYS[::3])
+        assert all(db.get(k + b"x") is None for k in KEYS[::3])
+        d, slots = _slots(db)
+        read_by_kernel = 0
+        for b, t in slots:
+            assert t.filter_loaded
+            fw = D.kernel_read(t)
+            if fw is not None:
+                read_by_kernel += 1
+                assert t._filter is None  # no filter object was made
+                assert t.filter_memory == t.filter().size_bytes
+            rec = D.kernel_record(t.filter())  # the family's own, through Python
+            if rec is None:  # a family the probe kernel does not run (scalable): Python asks it
+                assert d[b + L.S_KIND] == L.OTHER and fw is None
+                continue
+            assert d[b + L.S_KIND] == L.FILTER
+            assert d[b + L.S_REC : b + L.S_REC + L.RSTRIDE].tolist() == D._words_of(rec)
+        kernel_families = {"blocked", "counting", "register", "standard", "sbbf"}
+        if HW_RANGES and spec.split(":")[0] in kernel_families:
+            assert read_by_kernel == len(slots) > 1
+        else:
+            assert read_by_kernel == 0
+        assert all(db.get(k) == b"v" * 50 for k in KEYS)
+        assert db.multi_get([k + b"x" for k in KEYS]) == [None] * len(KEYS)
+
+
+def test_a_filter_the_kernel_read_is_kept_by_its_table_for_the_next_versions(tmp_path):
+    """The record the kernel made is kept on the table: a new version's directory (after a
+    flush) lays it out as FILTER at once -- the block is not checked again, no object made."""
+    from bloomdb.checksum import HW_RANGES
+    from bloomdb.lsm.probe import directory as D
+
+    if not HW_RANGES:
+        pytest.skip("the kernel reads filters only with the CRC32C instruction")
+    p, opts = _store(tmp_path)
+    with DB.open(p, opts) as db:
+        assert all(db.get(k + b"x") is None for k in KEYS[::5])
+        old = db._state[2]
+        assert all(D.kernel_read(r.table) is not None for r in old.slots)
+        db.put(b"new", b"x")
+        db.flush()
+        ver = db._state[2]
+        assert ver is not old
+        d = ver.probe()[0]
+        for s, r in enumerate(ver.slots):
+            kind = d[L.SLOTS + L.STRIDE * s + L.S_KIND]
+            assert kind == (L.LAZY if r.table.number not in {x.number for x in old.slots} else L.FILTER)
+        assert all(r.table._filter is None for r in ver.slots)
+        st = db.stats()
+        assert 0 < st["filter_memory_bytes"] <= st["filter_bytes"]

@@ -12,6 +12,7 @@ import random
 import numpy as np
 import pytest
 
+from bloomdb.checksum import HW_RANGES
 from bloomdb.lsm import DB, WriteBatch
 from bloomdb.lsm.probe import _get_kernels as G, layout
 from bloomdb.lsm.rangedel import MAX_SEQ
@@ -110,8 +111,14 @@ def test_the_kernel_hands_over_lazy_filters_and_unchecked_blocks_then_answers_al
         ver = db._state[2]
         d, bufs = ver.probe()
         k = keys[1234]
-        st, s, _, _ = G.lookup(d, k, MAX_SEQ, 0)
-        assert st == G.ASK  # no filter read yet
+        st, s, a, n = G.lookup(d, k, MAX_SEQ, 0)
+        if HW_RANGES:  # the kernel reads the table's filter and checks the block itself
+            assert (st, bytes(bufs[s][a : a + n])) == (G.VALUE, b"value1234")
+            assert ver.slots[s].table.filter_loaded
+            d[layout.SLOTS + layout.STRIDE * s + layout.S_KIND] = layout.LAZY  # as a slot the kernel cannot read:
+            d[layout.SLOTS + layout.STRIDE * s + layout.S_TFW] = 0
+            st, s, _, _ = G.lookup(d, k, MAX_SEQ, 0)
+        assert st == G.ASK  # no filter read yet: Python reads it
         assert db.get(k) == b"value1234"  # Python read the filter and the block
         d, bufs = ver.refresh_probe()
         st, s, a, n = G.lookup(d, k, MAX_SEQ, 0)
@@ -177,6 +184,8 @@ def test_the_plain_get_entry_answers_like_lookup_and_refuses_wrong_types(tmp_pat
         ver = db._state[2]
         probes = [b"k%06d" % i for i in range(2000)] + [b"k%06d." % i for i in range(300)] + [b"", b"zz"]
         d, _ = ver.probe()
+        for s in range(0, len(ver.slots), 2):  # these tables' filters are read by Python (ASK)
+            d[layout.SLOTS + layout.STRIDE * s + layout.S_TFW] = 0
         first = [_plain(L.newest(d, k)) for k in probes]  # cold: ASK/CHECK hand-overs included
         assert first == [_plain(G.lookup(d, k, MAX_SEQ, 0)) for k in probes]
         assert {st for st, *_ in first} & {G.ASK, G.CHECK, G.READ}

@@ -47,11 +47,12 @@ _crc_u8 = _crc_step(8)
 
 
 @njit(cache=True, nogil=True)
-def crc32c_range(buf, p, e):
-    """CRC32C of ``buf[p:e]`` (uint8 buffer; the caller checked ``0 <= p <= e <= len(buf)``).
-    Cost: one instruction per 8 bytes."""
+def crc32c_extend(crc, buf, p, e):
+    """CRC32C of the bytes whose CRC32C is ``crc`` followed by ``buf[p:e]`` (``crc`` 0: of
+    ``buf[p:e]`` alone, as :func:`crc32c_range`): a checksum over ranges that are not adjacent
+    (a filter envelope's header covers its first 36 bytes and then its parameter block)."""
     m = np.uint64(0xFFFFFFFF)
-    c = m
+    c = np.uint64(crc) ^ m
     while p + 8 <= e:
         c = _crc_u64(c, load_u64(buf, p))
         p += 8
@@ -59,6 +60,13 @@ def crc32c_range(buf, p, e):
         c = _crc_u8(c, buf[p])
         p += 1
     return c ^ m
+
+
+@njit(cache=True, nogil=True)
+def crc32c_range(buf, p, e):
+    """CRC32C of ``buf[p:e]`` (uint8 buffer; the caller checked ``0 <= p <= e <= len(buf)``).
+    Cost: one instruction per 8 bytes."""
+    return crc32c_extend(0, buf, p, e)
 
 
 @njit(cache=True, nogil=True)

@@ -20,6 +20,7 @@ checked: a wrong address is a crash, so only the store's own directory and plans
 from __future__ import annotations
 
 from llvmlite import ir
+import numpy as np
 from numba import carray, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
@@ -202,3 +203,14 @@ def u8_view(addr, n):
 def i64_view(addr, n):
     """``n`` int64 words at ``addr`` as an int64 array (no copy, no owner)."""
     return carray(_i64_pointer(addr), n)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def le_uint(b, p, width):
+    """The ``width``-byte little-endian unsigned integer at ``b[p:]`` (uint8 array; the caller
+    checked the bytes lie inside it), as uint64. Cost: ``width`` byte loads (file headers and
+    footers, not hot loops)."""
+    v = np.uint64(0)
+    for t in range(width):
+        v |= np.uint64(b[p + t]) << np.uint64(8 * t)
+    return v

@@ -22,18 +22,106 @@ from ...filters import _register_kernels as REG
 from ...filters import _ribbon_kernels as RIB
 from ...filters import _sbbf_kernels as SBB
 from ...filters import _standard_kernels as STD
+from ...checksum import HW_RANGES
+from ...filters import probe as FP
 from ...hashing._kernels import xxh3_64_bytes, xxh64_bytes
 from ...hashing._leveldb_kernels import leveldb_hash_bytes
 from ..sstable._block_kernels import _first_not_below, _tail_cmp, _wcmp, key_words
 from .layout import (
     C_CHECKS, C_POSITIVE, C_USEFUL, F_BLOCKED, F_COUNTING, F_CUCKOO, F_FUSE8, F_FUSE16, F_LEVELDB,
-    F_PAIRED, F_REGISTER, F_RIBBON, F_SBBF, F_STANDARD, LAZY, LEVEL_COUNT, LEVEL_FIRST, N_L0, NONE,
+    F_PAIRED, F_REGISTER, F_RIBBON, F_SBBF, F_STANDARD, FILTER, LAZY, LEVEL_COUNT, LEVEL_FIRST, N_L0, NONE,
     F_MAPPED, NUM_LEVELS, OTHER, P_DAMAGED, P_LOADED, P_REC, P_STATE, PARTITIONED, PSTRIDE, R_FAM, R_LEN, R_OFF, R_P0,
-    S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, S_SEEKS, SEEK_DUE, SLOTS, STRIDE,
+    RSTRIDE, S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, S_SEEKS, S_TBUF, S_TFW,
+    S_TLEN, SEEK_DUE, SLOTS, STRIDE, T_BYTES, T_FOFF, T_FSIZE, TSTRIDE,
 )
 from ..._intrinsics import i64_view, u8_view
 
 _LEVELDB_SEED = 0xBC9F1D34  # leveldb.BLOOM_HASH_SEED (a kernel takes no globals from a module)
+
+if HW_RANGES:  # the SSE4.2 CRC32C instruction: a table's filter is read in the kernel
+    from ...filters._descriptor_kernels import read_descriptor
+    from ..sstable._open_kernels import block_ok as _filter_block_ok
+else:
+
+    @njit(cache=True, nogil=True)
+    def _filter_block_ok(buf, off, size):
+        """No CRC instruction on this host: the kernel reads no filter (Python does)."""
+        return False
+
+    @njit(cache=True, nogil=True)
+    def read_descriptor(buf, off, size):
+        return False, 0, 0, 0, 0, 0, 0
+
+
+# the (family tag, format version) pairs of :data:`.directory.FAMILY_CODES` that the filters'
+# descriptor kernel reads (:mod:`bloomdb.filters._descriptor_kernels`), as plain ints for numba
+_BLOCKED_V1, _COUNTING_V1, _REGISTER_V1 = FP.BLOCKED_V1, FP.COUNTING_V1, FP.REGISTER_V1
+_STANDARD_V1, _SBBF_V1 = FP.STANDARD_V1, FP.SBBF_V1
+
+
+@njit(cache=True, nogil=True)
+def _family_code(tag, version):
+    """The probe kernel's family code (``F_*``) of a descriptor's ``(tag, version)`` read in the
+    kernel, 0 for a pair it does not take from there (``directory.FAMILY_CODES`` maps the same
+    pairs to the same codes; a test pins them)."""
+    if tag == _BLOCKED_V1[0] and version == _BLOCKED_V1[1]:
+        return F_BLOCKED
+    if tag == _COUNTING_V1[0] and version == _COUNTING_V1[1]:
+        return F_COUNTING
+    if tag == _REGISTER_V1[0] and version == _REGISTER_V1[1]:
+        return F_REGISTER
+    if tag == _STANDARD_V1[0] and version == _STANDARD_V1[1]:
+        return F_STANDARD
+    if tag == _SBBF_V1[0] and version == _SBBF_V1[1]:
+        return F_SBBF
+    return 0
+
+
+@njit(cache=True, nogil=True)
+def _load_lazy(meta, base):
+    """Read the filter of the ``LAZY`` slot at word ``base`` in the kernel: True when its record
+    is in the slot now (kind ``FILTER``). The table's filter-load words (``S_TFW``) keep the
+    record once made, so a table's filter block is checked once, whichever directory meets it
+    first; they are made here from the table's mapped file: the block's CRC32C
+    (:func:`..sstable._open_kernels.block_ok`) and the envelope and family parameters read by
+    the filter family's own kernel (:func:`bloomdb.filters._descriptor_kernels.read_descriptor`),
+    the payload read in place (``F_MAPPED``). False: Python reads it (no words or no map, no CRC
+    instruction, a damaged block -- Python fails it open and counts it --, a partitioned
+    filter, a family or format this kernel does not read). Words are written before the word
+    that publishes them (``R_FAM``, then the slot's kind), so a concurrent lookup sees a whole
+    record or none; two lookups loading one table at once write the same words.
+    Cost: one CRC32C pass over the filter block, once per table."""
+    a = meta[base + S_TFW]
+    if a == 0:
+        return False
+    w = i64_view(a, TSTRIDE)
+    if w[R_FAM] == 0:
+        addr = meta[base + S_TBUF]
+        if addr == 0:
+            return False
+        buf = u8_view(addr, meta[base + S_TLEN])
+        off = w[T_FOFF]
+        size = w[T_FSIZE]
+        if not _filter_block_ok(buf, off, size):
+            return False
+        ok, tag, ver, poff, n, s0, s1 = read_descriptor(buf, off, size)
+        if not ok:
+            return False
+        code = _family_code(tag, ver)
+        if code == 0:
+            return False
+        w[R_OFF] = addr + poff
+        w[R_LEN] = n
+        w[R_P0] = s0
+        w[R_P0 + 1] = s1
+        w[T_BYTES] = off + size - poff
+        w[R_FAM] = code + F_MAPPED
+    rec = base + S_REC
+    for i in range(1, RSTRIDE):
+        meta[rec + i] = w[i]
+    meta[rec + R_FAM] = w[R_FAM]
+    meta[base + S_KIND] = FILTER
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -187,8 +275,10 @@ def _probe(meta, u64, w32, u16, bounds, h, key, kstart, klen, start, first):
         kind = meta[base + S_KIND]
         if kind == NONE:
             return cand, first  # no usable filter (none, or damaged: fail open)
-        if kind == LAZY or kind == OTHER:
-            return -cand - 2, first  # Python reads the filter first, or asks a family the kernel does not know
+        if kind == LAZY and not _load_lazy(meta, base):
+            return -cand - 2, first  # Python reads the filter first
+        if kind == OTHER:
+            return -cand - 2, first  # Python asks a family the kernel does not know
         rec = base + S_REC
         if kind == PARTITIONED:
             pt = meta[rec + R_OFF]
@@ -247,13 +337,13 @@ def probe_many(directory, data, offsets, out):
 
 
 @njit(cache=True, nogil=True)
-def table_words(buf, index, checked, budget):
-    """A table's read-state words of its directory slot (``S_TBUF`` .. ``S_SEEKS``, the order of
+def table_words(buf, index, checked, budget, fwords):
+    """A table's read-state words of its directory slot (``S_TBUF`` .. ``S_TFW``, the order of
     :data:`.directory._READ_COLS`): the addresses and lengths of its mapped file (uint8), its
-    index array (int64) and its checked-block flags (uint8), then the address of its seek budget
-    (int64; an empty array: 0, not charged). One call instead of four ``.ctypes.data`` (~1.4 us
-    each from Python)."""
-    row = np.zeros(6, np.int64)
+    index array (int64) and its checked-block flags (uint8), then the addresses of its seek
+    budget and its filter-load words (int64; an empty array: 0, not charged / Python reads the
+    filter). One call instead of five ``.ctypes.data`` (~1.4 us each from Python)."""
+    row = np.zeros(7, np.int64)
     row[0] = buf.ctypes.data
     row[1] = buf.shape[0]
     row[2] = index.ctypes.data
@@ -261,4 +351,6 @@ def table_words(buf, index, checked, budget):
     row[4] = checked.ctypes.data
     if budget.shape[0] != 0:
         row[5] = budget.ctypes.data
+    if fwords.shape[0] != 0:
+        row[6] = fwords.ctypes.data
     return row

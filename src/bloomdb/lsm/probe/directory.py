@@ -40,6 +40,7 @@ import threading
 
 import numpy as np
 
+from ...checksum import HW_RANGES
 from ...filters import probe as FP
 from . import _probe_kernels as PK, layout as L, seeks
 from .fastcall import direct
@@ -115,8 +116,9 @@ def _put_mapped(d, r: int, rec) -> None:
     d[r + L.R_FAM] = words[L.R_FAM]
 
 
-#: the slot words of a table's read state and seek budget, in this order (see :func:`_table_words`)
-_READ_COLS = [L.S_TBUF, L.S_TLEN, L.S_TIDX, L.S_TIDXLEN, L.S_TCHK, L.S_SEEKS]
+#: the slot words of a table's read state, seek budget and filter-load words, in this order (see
+#: :func:`_table_words`)
+_READ_COLS = [L.S_TBUF, L.S_TLEN, L.S_TIDX, L.S_TIDXLEN, L.S_TCHK, L.S_SEEKS, L.S_TFW]
 
 
 def _table_words(t, pin, budget):
@@ -124,14 +126,17 @@ def _table_words(t, pin, budget):
     its :func:`_read_state`, ``budget``: its seek budget array or None): addresses never change
     for a table, so they are worked out once and kept on it (each ``.ctypes.data`` costs ~1 us;
     a version's directory is rebuilt after every flush and compaction) -- as attributes holding
-    arrays (:func:`_keep`), which the garbage collector does not track."""
+    arrays (:func:`_keep`), which the garbage collector does not track. The table's filter-load
+    words (:func:`_filter_words`) are made with them."""
     key = None if pin is None else pin[1]  # the index array: made once per table, at its open
     row = getattr(t, "probe_slot_words", None)
     if row is None or getattr(t, "probe_slot_index", None) is not key:
+        fw = _filter_words(t, pin)
         if pin is not None and pin[0].dtype == np.uint8 and pin[1].dtype == np.int64 and pin[2].dtype == np.uint8:
-            row = _table_words_kernel(pin[0], pin[1], pin[2], _NO_BUDGET if budget is None else budget)
+            row = _table_words_kernel(pin[0], pin[1], pin[2], _NO_WORDS if budget is None else budget,
+                                      _NO_WORDS if fw is None else fw)
         else:
-            row = np.zeros(6, np.int64)
+            row = np.zeros(len(_READ_COLS), np.int64)
             if pin is not None:
                 row[:5] = pin[0].ctypes.data, pin[0].shape[0], pin[1].ctypes.data, pin[1].shape[0], pin[2].ctypes.data
             if budget is not None:
@@ -140,16 +145,39 @@ def _table_words(t, pin, budget):
     return row, key
 
 
-_NO_BUDGET = np.zeros(0, np.int64)
+_NO_WORDS = np.zeros(0, np.int64)
 
 
-def _table_words_kernel(buf, index, checked, budget):
+def _filter_words(t, pin):
+    """Table ``t``'s filter-load words (:data:`.layout.TSTRIDE` int64, kept on the table as
+    ``probe_filter_words``), through which the probe kernel reads its filter on its first lookup
+    (:func:`._probe_kernels._load_lazy`); None when the kernel cannot (no mapped bytes, no filter
+    block, partitions read already, no CRC instruction): Python reads it then."""
+    fw = getattr(t, "probe_filter_words", None)
+    if fw is not None:
+        return fw
+    if pin is None or not HW_RANGES or not t.filter_bytes or getattr(t, "partitions", None) is not None:
+        return None
+    fw = np.zeros(L.TSTRIDE, np.int64)
+    fw[L.T_FOFF], fw[L.T_FSIZE] = t.filter_block
+    _keep(t, probe_filter_words=fw)
+    return fw
+
+
+def kernel_read(t):
+    """Table ``t``'s filter-load words when the probe kernel has read its filter (the record in
+    words ``0 .. RSTRIDE``, the payload bytes at ``T_BYTES``), else None."""
+    fw = getattr(t, "probe_filter_words", None)
+    return fw if fw is not None and fw[L.R_FAM] != 0 else None
+
+
+def _table_words_kernel(buf, index, checked, budget, fwords):
     """:func:`._probe_kernels.table_words` through its compiled entry (:func:`.fastcall.direct`:
-    the argument types never change -- contiguous uint8, int64, uint8, int64 arrays, checked by
-    the caller), put in this name's place by the first call."""
+    the argument types never change -- contiguous uint8, int64, uint8, int64, int64 arrays,
+    checked by the caller), put in this name's place by the first call."""
     global _table_words_kernel
-    _table_words_kernel = direct(PK.table_words, (buf, index, checked, budget))
-    return _table_words_kernel(buf, index, checked, budget)
+    _table_words_kernel = direct(PK.table_words, (buf, index, checked, budget, fwords))
+    return _table_words_kernel(buf, index, checked, budget, fwords)
 
 
 def _keep(t, **attrs) -> None:
@@ -279,10 +307,11 @@ class Directory:
         words = [_table_words(r.table, _read_state(r.table), budget) for r, budget in zip(slots, self._budgets)]
         S[:, _READ_COLS] = [w[0] for w in words]
         filt = [i for i, p in enumerate(plans) if p[0] == L.FILTER]
-        if filt:
-            recs = [_record_words(slots[i].table, plans[i][1]) for i in filt]
-            S[filt, L.S_REC : L.S_REC + L.RSTRIDE] = [w for w, _ in recs]
-            self._held.extend(a for _, a in recs)
+        if filt:  # a filter the kernel read: the table's own words (its map holds the array)
+            recs = [(p, None) if isinstance(p, np.ndarray) else _record_words(slots[i].table, p)
+                    for i, p in ((i, plans[i][1]) for i in filt)]
+            S[filt, L.S_REC : L.S_REC + L.RSTRIDE] = [w[: L.RSTRIDE] for w, _ in recs]
+            self._held.extend(a for _, a in recs if a is not None)
         pt = L.SLOTS + L.STRIDE * n
         u64 = d.view(np.uint64)
         for i, (kind, rec, parts) in enumerate(plans):
@@ -313,6 +342,9 @@ class Directory:
         kernel checks it, else ``(None, state)`` (``L.P_LAZY``, ``L.P_OTHER``, ``L.P_DAMAGED``)."""
         if t.filter_bytes == 0:
             return L.NONE, None, None
+        fw = kernel_read(t)
+        if fw is not None:  # read by the probe kernel: its record, in place in the table's map
+            return L.FILTER, fw, None
         if not t.filter_loaded:
             return L.LAZY, None, None
         f = t.filter()

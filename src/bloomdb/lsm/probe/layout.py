@@ -22,7 +22,7 @@ One int64 array per store version::
                          the array and its length, the table's read state (S_T*: addresses
                          and lengths of its mapped file, its index array and its checked-block
                          flags; address 0: Python reads it), the address of its seek budget,
-                         then its filter record (R_*)
+                         the address of its filter-load words (T_*), then its filter record (R_*)
     partition entry      (``PSTRIDE`` words, fields P_*, for kind PARTITIONED) last key's two
                          prefix words, its offset and length, state, filter record
     filter record        (``RSTRIDE`` words, fields R_*) family code F_* (plus F_MAPPED), the
@@ -33,7 +33,8 @@ then the key bounds' bytes (``ARRAY_BASE == BYTE_BASE``: no filter array is copi
 Offsets stored in the array are absolute. Slot kinds: NONE (no usable filter: none, or damaged --
 fail open, not counted), FILTER (the record names the family kernel), OTHER (a family with no
 probe descriptor the kernel knows: Python asks the filter), LAZY (the filter is not read yet:
-Python reads it on this first lookup), PARTITIONED (per-partition states P_LAZY, P_LOADED,
+the kernel reads it on this first lookup through the slot's filter-load words, or hands the slot
+to Python when it cannot), PARTITIONED (per-partition states P_LAZY, P_LOADED,
 P_OTHER, P_DAMAGED; the kernel finds the partition by its last key). The probe returns
 ``-slot - 2`` for "Python decides". A slot is a
 candidate only when ``min key <= key <= max key`` (full bytewise comparison), so a lookup probes
@@ -91,9 +92,20 @@ S_TIDX = 11  # address of the table's index array (int64, :func:`sstable._table_
 S_TIDXLEN = 12  # its length in words
 S_TCHK = 13  # address of its checked-block flags (uint8, one per block)
 S_SEEKS = 14  # address of the table's seek budget (int64[1], :mod:`.seeks`; 0: not charged)
-S_REC = 15  # the filter record; PARTITIONED: R_OFF = partition table index, R_LEN = partitions;
-#            LAZY: R_OFF = byte offset of the room reserved for the array, R_LEN = bytes reserved
+S_TFW = 15  # address of the table's filter-load words (T_*, below; 0: Python reads the filter)
+S_REC = 16  # the filter record; PARTITIONED: R_OFF = partition table index, R_LEN = partitions
 STRIDE = S_REC + RSTRIDE
+
+# a table's filter-load words (``TSTRIDE`` int64 words, kept on the table for its whole life,
+# ``Table.probe_filter_words``): where its filter block lies in its mapped file, and the filter
+# record the probe kernel makes when it reads the filter itself on the table's first lookup
+# (:func:`._probe_kernels._load_lazy`; R_FAM, word 0, written last: nonzero once read), then
+# copies into every directory slot of the table -- so each table's filter block is read once,
+# whichever version's directory meets it first
+T_FOFF = RSTRIDE  # the filter block's offset in the file
+T_FSIZE = RSTRIDE + 1  # its size (its trailer, type byte and CRC32C, follows)
+T_BYTES = RSTRIDE + 2  # the filter's payload bytes (set with the record): memory it holds
+TSTRIDE = RSTRIDE + 3
 
 # partition entry fields (PSTRIDE words per partition)
 P_LAST_W = 0  # two prefix words; the bound search reads offset and length right after them

@@ -22,6 +22,7 @@ import numpy as np
 from numba import njit
 
 from ..._checksum_kernels import crc32c_range
+from ..._intrinsics import le_uint as _le
 from ._index_kernels import ENTRY, fill_index, index_key_bytes
 
 ST_OK = 0
@@ -34,12 +35,6 @@ TRAILER = 5
 RAW = 0
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _le(b, p, width):
-    v = np.uint64(0)
-    for t in range(width):
-        v |= np.uint64(b[p + t]) << np.uint64(8 * t)
-    return v
 
 
 @njit(cache=True, nogil=True)

@@ -117,6 +117,11 @@ class Table:
         # collector (long-lived tracked objects are what set off its full passes)
         self.seek_budget = self.probe_slot_words = self.probe_slot_index = None
         self.probe_record_words = self.probe_record_array = None
+        #: the probe layer's filter-load words (int64, :data:`..probe.layout.TSTRIDE`): its lookup
+        #: kernel reads this table's filter block from the map into them on the table's first
+        #: lookup, without this object; word 0 is nonzero once it has, the last word is then the
+        #: filter's payload bytes (what :attr:`filter_loaded` and :attr:`filter_memory` count)
+        self.probe_filter_words = None
 
     def _open_fast(self) -> bool:
         """Footer, meta and index checked and the index parsed in one kernel call
@@ -266,8 +271,15 @@ class Table:
 
     @property
     def filter_loaded(self) -> bool:
-        """Whether the filter block has been read (the probe directory reads it lazily)."""
-        return self._filter_loaded
+        """Whether the filter block has been read (the probe directory reads it lazily: in its
+        lookup kernel, or through :meth:`filter`)."""
+        fw = self.probe_filter_words
+        return self._filter_loaded or (fw is not None and fw[0] != 0)
+
+    @property
+    def filter_block(self) -> tuple[int, int]:
+        """``(offset, size)`` of the filter block in the file (its trailer follows; size 0: no filter)."""
+        return self._hs[0], self._hs[1]
 
     def partition_for(self, key: bytes) -> int | None:
         """Partitioned filters: the partition whose key range holds ``key`` (None: beyond the
@@ -304,7 +316,10 @@ class Table:
         read): ``0`` before the first lookup that needs one."""
         if self.partitions is not None:
             return sum(f.size_bytes for f in self._part_filters if f)
-        return self._filter.size_bytes if self._filter is not None else 0
+        if self._filter is not None:
+            return self._filter.size_bytes
+        fw = self.probe_filter_words
+        return int(fw[-1]) if fw is not None and fw[0] != 0 else 0
 
     @property
     def index_memory(self) -> int:
