@@ -309,3 +309,35 @@ def test_a_filter_the_kernel_read_is_kept_by_its_table_for_the_next_versions(tmp
         assert all(r.table._filter is None for r in ver.slots)
         st = db.stats()
         assert 0 < st["filter_memory_bytes"] <= st["filter_bytes"]
+
+
+def test_a_tables_meta_block_is_decoded_only_when_asked_for(tmp_path, monkeypatch):
+    """The open kernel reads what a store needs of each table's meta block at once (entries,
+    deletions, whether it holds range tombstones) and checks its block count and max key
+    against the index; the block itself is decoded on first use -- a reopened store's open and
+    first reads decode none (~5 us and a long-lived tracked object per table, before). What
+    the kernel read agrees with the decoded block, range tombstones included."""
+    from bloomdb.checksum import HW_RANGES
+    from bloomdb.lsm import WriteBatch
+    from bloomdb.lsm.fs import RealFS
+    from bloomdb.lsm.sstable import reader
+
+    if not HW_RANGES:
+        pytest.skip("the one-call open needs the CRC32C instruction")
+    p, opts = _store(tmp_path)
+    decoded = []
+    orig = reader.decode_meta
+    monkeypatch.setattr(reader, "decode_meta", lambda b, path: decoded.append(path) or orig(b, path))
+    with DB.open(p, opts) as db:
+        assert all(db.get(k + b"x") is None for k in KEYS[::5]) and db.get(KEYS[7]) == b"v" * 50
+        assert decoded == []
+        db.delete(KEYS[5])
+        db.write(WriteBatch().delete_range(KEYS[10], KEYS[20]))
+        db.flush()
+        refs = [r for r in db._state[2].slots]
+        tables = [reader.Table(RealFS(), r.table.path, r.number) for r in refs]  # each opened afresh
+        facts = [(t.entries, t.deletions, t.range_dels) for t in tables]
+        rdel = [t.path for t, f in zip(tables, facts) if f[2]]
+        assert set(decoded) == set(rdel) and len(rdel) == 1  # Version reads the range tombstones
+        assert facts == [(t.meta.entries, t.meta.deletions, t.meta.range_dels) for t in tables]
+        assert [f[2][0][:2] for f in facts if f[2]] == [(KEYS[10], KEYS[20])] and sum(f[1] for f in facts) >= 1

@@ -289,9 +289,9 @@ class Background:
 
 def _shape(r) -> policy.TableShape:
     """What the policy sees of a table (a ``TableRef``), its range tombstones' extent included."""
-    m = r.table.meta
-    rd = m.range_dels
-    return policy.TableShape(r.number, r.info.file_size, r.info.min_key, r.info.max_key, m.entries, m.deletions,
+    t = r.table  # its entries, deletions and tombstones read at open: no meta block decoded
+    rd = t.range_dels
+    return policy.TableShape(r.number, r.info.file_size, r.info.min_key, r.info.max_key, t.entries, t.deletions,
                              len(rd), r.info.max_seq, min(t[0] for t in rd) if rd else None,
                              max(t[1] for t in rd) if rd else None)
 

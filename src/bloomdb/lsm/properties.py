@@ -52,7 +52,7 @@ def get(db, name):
         return str(len(ver.levels[int(n)]))
     refs = ver.all_refs()
     simple = {
-        "estimate-num-keys": lambda: sum(r.table.meta.entries for r in refs) + sum(len(m) for m in mems),
+        "estimate-num-keys": lambda: sum(r.table.entries for r in refs) + sum(len(m) for m in mems),
         "filter-memory-bytes": lambda: _filter_memory(db._cache, refs),
         "filter-bytes": lambda: sum(r.table.filter_bytes for r in refs),
         "total-sst-files-size": lambda: sum(r.info.file_size for r in refs),
@@ -91,8 +91,8 @@ def _stats_text(db, ver) -> str:
         if not level:
             continue
         size = sum(r.info.file_size for r in level) / 1048576
-        entries = sum(r.table.meta.entries for r in level)
-        dels = sum(r.table.meta.deletions for r in level)
+        entries = sum(r.table.entries for r in level)
+        dels = sum(r.table.deletions for r in level)
         fkb = sum(r.table.filter_bytes for r in level) / 1024
         lines.append(f"{i:5d} {len(level):6d} {size:10.2f} {entries:11d} {dels:10d} {fkb:11.1f}")
     st = db.stats()

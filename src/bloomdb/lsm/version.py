@@ -38,7 +38,7 @@ class Version:
         self.levels: tuple[tuple[TableRef, ...], ...] = tuple(tuple(x) for x in lv)
         self.slots: tuple[TableRef, ...] = tuple(r for level in self.levels for r in level)
         #: the range tombstones ``(start, end, seq)`` its tables carry (:mod:`.rangedel`)
-        self.range_dels = tuple(t for r in self.slots for t in r.table.meta.range_dels)
+        self.range_dels = tuple(t for r in self.slots for t in r.table.range_dels)
         self.range_dels_seq = max((t[2] for t in self.range_dels), default=0)  # the newest one's sequence
         self._probe = None
         self.directory = None

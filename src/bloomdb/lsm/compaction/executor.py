@@ -207,12 +207,12 @@ def run(task: Task, version, ctx) -> tuple[set[int], list[tuple[int, object, Tab
     below = sorted((by_number[n] for n in task.next_inputs), key=lambda r: r.info.min_key)
     if below:
         runs.append([r.table for r in below])  # one level's tables: a single sorted run
-    every = [t for r in version.all_refs() for t in r.table.meta.range_dels]
+    every = [t for r in version.all_refs() for t in r.table.range_dels]
     (kd, ko, tr, vd, vo, vidx), cuts = merge_arrays(runs, ctx.smallest_snapshot, task.bottom, every,
                                                     ctx.options.table_bytes)
     inputs = set(task.all_inputs)
     others = [r for r in version.all_refs() if r.number not in inputs]
-    keep = [t for n in task.all_inputs for t in by_number[n].table.meta.range_dels
+    keep = [t for n in task.all_inputs for t in by_number[n].table.range_dels
             if not tombstones.droppable(t, others, ctx.smallest_snapshot)]
     last_level = all(not version.levels[i] for i in range(out_level + 1, len(version.levels)))
     files = OutputFiles()

@@ -59,12 +59,12 @@ class Fragments:
 def droppable(tomb, others, smallest_snapshot: int) -> bool:
     """Whether a compaction may drop ``tomb`` (one of its inputs' tombstones): it is visible to
     every snapshot (so the compaction dropped every input entry it hides) and no table outside
-    the compaction (``others``: refs with ``info`` and ``table``) overlaps its range with an
+    the compaction (``others``: refs with ``info``, the manifest's facts) overlaps its range with an
     entry older than it (memtables only hold newer entries)."""
     s, e, q = tomb
     if q > smallest_snapshot:
         return False
-    return not any(r.info.min_seq < q and r.table.min_key < e and r.table.max_key >= s for r in others)
+    return not any(r.info.min_seq < q and r.info.min_key < e and r.info.max_key >= s for r in others)
 
 
 def sentinel(tombs):

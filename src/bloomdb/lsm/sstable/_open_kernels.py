@@ -49,15 +49,52 @@ def block_ok(buf, off, size):
     return crc32c_range(buf, off, off + size + 1) == _le(buf, off + size + 1, 4)
 
 
+#: the meta block's fixed part (``footer._META_FIXED``: six u64 -- entries, deletions, min and
+#: max sequence, key and value bytes -- and u32 block count), then ``u32 len, min key``
+META_FIXED = 52
+RDEL = 0x4C454452  # footer.RDEL_MARK (b"RDEL") little-endian
+
+
+@njit(cache=True, nogil=True)
+def _meta_facts(buf, mo, ms, ko, kl):
+    """``(ok, entries, deletions, block count, has range tombstones)`` of the meta block
+    ``buf[mo : mo + ms]``, ``ok`` only when its max key equals the ``kl`` bytes at ``ko`` (the
+    index's last key): its fixed part, its two keys and its filter spec are walked (the rest --
+    range tombstones, prefix filter -- is :func:`.footer.decode_meta`'s, when the table's meta is
+    first asked for); range tombstones are there when the ``RDEL`` mark follows the spec, as
+    ``decode_meta`` reads it."""
+    me = mo + ms
+    if ms < META_FIXED + 4:
+        return False, 0, 0, 0, False
+    p = mo + META_FIXED
+    p += 4 + np.int64(_le(buf, p, 4))  # past the min key
+    if p + 4 > me:
+        return False, 0, 0, 0, False
+    n = np.int64(_le(buf, p, 4))
+    x = p + 4
+    p = x + n  # past the max key
+    if p + 2 > me or n != kl:
+        return False, 0, 0, 0, False
+    for t in range(n):
+        if buf[x + t] != buf[ko + t]:
+            return False, 0, 0, 0, False
+    p += 2 + np.int64(_le(buf, p, 2))  # past the filter spec
+    if p > me:
+        return False, 0, 0, 0, False
+    rdel = p + 4 <= me and _le(buf, p, 4) == np.uint64(RDEL)
+    return True, np.int64(_le(buf, mo, 8)), np.int64(_le(buf, mo + 8, 8)), np.int64(_le(buf, mo + 48, 4)), rdel
+
+
 @njit(cache=True, nogil=True)
 def open_table(buf):
     """``(status, handles, index)`` of the table whose whole file is ``buf`` (uint8): handles
-    ``[filter off, filter size, meta off, meta size, index off, index size, last key's offset in
-    the file, its length]`` (int64: the caller checks the last key against the meta block) and the
-    index array of :func:`._table_kernels.parse_index` (``n``, then per block the last key's two
-    big-endian prefix words, its byte offset and length in the array, the block's offset and
-    size; then the keys' bytes). ``ST_SLOW``: the file is not accepted here (see the module)."""
-    handles = np.zeros(8, np.int64)
+    ``[filter off, filter size, meta off, meta size, index off, index size, entries, deletions,
+    has range tombstones]`` (int64; the last three from the meta block, whose block count and
+    max key are checked against the index here: :func:`_meta_facts`) and the index array of
+    :func:`._table_kernels.parse_index` (``n``, then per block the last key's two big-endian
+    prefix words, its byte offset and length in the array, the block's offset and size; then
+    the keys' bytes). ``ST_SLOW``: the file is not accepted here (see the module)."""
+    handles = np.zeros(9, np.int64)
     empty = np.zeros(1, np.int64)
     n = buf.shape[0]
     if n < FOOTER_SIZE:
@@ -86,6 +123,10 @@ def open_table(buf):
     if not ordered:
         return ST_SLOW, handles, empty  # keys out of order: the Python path says so
     klen = a[1 + ENTRY * (nb - 1) + 3]
-    handles[6] = end - klen
-    handles[7] = klen
+    ok, entries, deletions, blocks, rdel = _meta_facts(buf, handles[2], handles[3], end - klen, klen)
+    if not ok or blocks != nb:
+        return ST_SLOW, handles, empty  # the Python path names the mismatch
+    handles[6] = entries
+    handles[7] = deletions
+    handles[8] = 1 if rdel else 0
     return ST_OK, handles, a

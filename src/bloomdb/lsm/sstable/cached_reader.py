@@ -111,9 +111,8 @@ class CachedTable(Table):
         self._finalizer = weakref.finalize(self, _dropped, cache, number, path)
         # pinned: its filter (charged twice: conservative since the probe directory stopped copying it) and its parsed index
         self.pinned = pin and cache.may_pin(number, 2 * (h.filter_size + h.index_size + 2 * ENTRY_OVERHEAD))
-        self.meta = decode_meta(self._read_block(h.meta_off, h.meta_size, "meta"), path)
-        self.min_key = self.meta.min_key
-        self.max_key = self.meta.max_key
+        self._meta = decode_meta(self._read_block(h.meta_off, h.meta_size, "meta"), path)
+        self._facts = None  # Table's entries, deletions, range_dels: from the meta block
         self._arr = _EMPTY  # no mapped file: Table.get's kernel hands every block to block()
         self._checked = np.zeros(self.meta.num_blocks, np.uint8)  # never set: every read is checked
         self._filter = None

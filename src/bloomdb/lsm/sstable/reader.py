@@ -100,11 +100,11 @@ class Table:
         n = len(buf)
         self._arr = np.ndarray((n,), np.uint8, buffer=buf) if n else np.zeros(0, np.uint8)
         self.file_size = len(buf)
+        self._meta = None  # decoded on first use (:attr:`meta`)
+        self._facts = None  # (entries, deletions, has range tombstones) when the open kernel read them
         if not self._open_fast():
             self._open_checked()
-        self.min_key = self.meta.min_key
-        self.max_key = self.meta.max_key
-        self._checked = np.zeros(self.meta.num_blocks, np.uint8)  # 1: block's CRC checked, raw
+        self._checked = np.zeros(int(self._index[0]), np.uint8)  # 1: block's CRC checked, raw
         self._cache = cache
         self._filter = None
         self._filter_loaded = False
@@ -127,18 +127,18 @@ class Table:
         """Footer, meta and index checked and the index parsed in one kernel call
         (:func:`._open_kernels.open_table`, on the mapped file: no block copied); False when the
         kernel does not accept the file (damage, or no SSE4.2 CRC kernel): :meth:`_open_checked`
-        then decides and raises. The meta block is decoded in Python (a few hundred bytes)."""
+        then decides and raises. The kernel reads the meta block's facts a store needs at once
+        (entries, deletions, whether it holds range tombstones) and checks its block count and
+        max key against the index; the rest is decoded on first use (:attr:`meta`: ~5 us of
+        Python and a long-lived object the garbage collector tracks, per table)."""
         if not HW_RANGES:
             return False
         st, hs, index = OK.open_table(self._arr)
         if st != OK.ST_OK:
             return False
-        fo, fs, mo, ms, io, isz, ko, kl = hs.tolist()
-        buf = self._buf
-        meta = self.meta = decode_meta(buf[mo : mo + ms], self.path)
-        if int(index[0]) != meta.num_blocks or buf[ko : ko + kl] != meta.max_key:
-            return False  # the Python path names the damage
+        fo, fs, mo, ms, io, isz, entries, deletions, rdel = hs.tolist()
         self._hs = (fo, fs, mo, ms, io, isz)
+        self._facts = (entries, deletions, rdel)
         self._set_index(index)
         return True
 
@@ -147,11 +147,52 @@ class Table:
         buf, path = self._buf, self.path
         h = decode_footer(buf, path)
         _, m = unframe(buf, h.meta_off, h.meta_size, path, "meta")
-        self.meta = decode_meta(m if m is not None else bytes(buf[h.meta_off : h.meta_off + h.meta_size]), path)
+        self._meta = decode_meta(m if m is not None else bytes(buf[h.meta_off : h.meta_off + h.meta_size]), path)
         self._hs = (h.filter_off, h.filter_size, h.meta_off, h.meta_size, h.index_off, h.index_size)
         _, ib = unframe(buf, h.index_off, h.index_size, path, "index")
         ib = ib if ib is not None else bytes(buf[h.index_off : h.index_off + h.index_size])
         self._set_index(parse_index_block(ib, path, self.meta))
+
+    @property
+    def meta(self):
+        """The meta block (:class:`.footer.Meta`), decoded on first use (checked at open: its
+        CRC32C, and its block count and max key against the index)."""
+        m = self._meta
+        if m is None:
+            mo, ms = self._hs[2], self._hs[3]
+            m = self._meta = decode_meta(self._buf[mo : mo + ms], self.path)
+        return m
+
+    @meta.setter
+    def meta(self, m) -> None:
+        self._meta = m
+
+    @property
+    def min_key(self) -> bytes:
+        return self.meta.min_key
+
+    @property
+    def max_key(self) -> bytes:
+        return self.meta.max_key
+
+    @property
+    def entries(self) -> int:
+        """Entries (values and deletions) in the table."""
+        f = self._facts
+        return self.meta.entries if f is None else f[0]
+
+    @property
+    def deletions(self) -> int:
+        """Deletion entries in the table."""
+        f = self._facts
+        return self.meta.deletions if f is None else f[1]
+
+    @property
+    def range_dels(self) -> tuple:
+        """The range tombstones ``(start, end, seq)`` the table carries (``()`` without reading
+        the meta block when the open kernel saw none)."""
+        f = self._facts
+        return self.meta.range_dels if f is None or f[2] else ()
 
     @property
     def _handles(self) -> Handles:
@@ -444,7 +485,7 @@ class Table:
         return True
 
     def num_blocks(self) -> int:
-        return self.meta.num_blocks  # the index holds as many (checked at open)
+        return int(self._index[0])  # the meta block says as many (checked at open)
 
     def first_block_for(self, key: bytes) -> int:
         return bisect_left(self.last_keys, key)
