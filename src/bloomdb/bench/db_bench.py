@@ -262,6 +262,7 @@ def warmup() -> None:
                 db.put(keys[1], values[1])
                 for _ in db.scan(snapshot=snap):
                     pass
+                db.get(keys[5], snapshot=snap)  # the lookup kernel with a snapshot: also the one a get's hand-over resumes
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
