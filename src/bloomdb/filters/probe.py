@@ -16,6 +16,15 @@ for ``sbbf``, LevelDB's BloomHash for ``leveldb``. ``counting`` and ``cuckoo`` k
 take the filter's write sequence: probe them in-kernel only while nothing removes from them
 (an LSM table's filter never changes). An engine that hashes keys one way may only use the pairs whose hash it computes.
 
+An engine that loads many filters inside its own kernel (the LSM store reads each table's filter
+on the table's first lookup, in its lookup kernel) reads a descriptor straight from the
+filter's envelope bytes with :func:`bloomdb.filters._descriptor_kernels.read_descriptor`: the
+same tag, version, array (the payload in place, as ``from_bytes(copy=False)``) and scalars as
+``from_bytes(...).probe_descriptor()``, checked as ``from_bytes`` checks them, for the families
+it reads (``blocked``, ``counting``, ``register``, ``standard``, ``sbbf``); for any other bytes
+it answers "not read here" and the engine calls ``from_bytes``. A test pins its answers to
+every family's ``probe_descriptor``.
+
 Cost: :meth:`Filter.probe_descriptor` allocates nothing (the arrays are the filter's own; a
 memory-mapped filter's arrays are not re-checked against its file, see
 :mod:`bloomdb.filters.mapped`).

@@ -34,7 +34,7 @@ from .layout import (
     RSTRIDE, S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, S_SEEKS, S_TBUF, S_TFW,
     S_TLEN, SEEK_DUE, SLOTS, STRIDE, T_BYTES, T_FOFF, T_FSIZE, TSTRIDE,
 )
-from ..._intrinsics import i64_view, u8_view
+from ..._intrinsics import fenced_load, i64_view, u8_view
 
 _LEVELDB_SEED = 0xBC9F1D34  # leveldb.BLOOM_HASH_SEED (a kernel takes no globals from a module)
 
@@ -88,8 +88,9 @@ def _load_lazy(meta, base):
     the payload read in place (``F_MAPPED``). False: Python reads it (no words or no map, no CRC
     instruction, a damaged block -- Python fails it open and counts it --, a partitioned
     filter, a family or format this kernel does not read). Words are written before the word
-    that publishes them (``R_FAM``, then the slot's kind), so a concurrent lookup sees a whole
-    record or none; two lookups loading one table at once write the same words.
+    that publishes them (``R_FAM``, then the slot's kind; a fence between, so the compiler
+    keeps that order), so a concurrent lookup sees a whole record or none; two lookups loading
+    one table at once write the same words.
     Cost: one CRC32C pass over the filter block, once per table."""
     a = meta[base + S_TFW]
     if a == 0:
@@ -115,11 +116,14 @@ def _load_lazy(meta, base):
         w[R_P0] = s0
         w[R_P0 + 1] = s1
         w[T_BYTES] = off + size - poff
+        fenced_load(w, R_FAM)  # a fence: the words above are stored before the one publishing them
         w[R_FAM] = code + F_MAPPED
     rec = base + S_REC
     for i in range(1, RSTRIDE):
         meta[rec + i] = w[i]
+    fenced_load(meta, rec)
     meta[rec + R_FAM] = w[R_FAM]
+    fenced_load(meta, rec)
     meta[base + S_KIND] = FILTER
     return True
 
