@@ -3,7 +3,8 @@
 ``prefetch(arr, i)`` asks the CPU to start loading the cache line holding ``arr[i]`` (LLVM's
 ``llvm.prefetch``, read, high locality); it never faults, even for an index past the end.
 ``load_u64`` / ``store_u64`` move 8 bytes of a uint8 array at any offset in one unaligned access
-(the Parquet page kernels' Snappy copies and bit unpacking). ``copy_bytes`` is a ``memmove``
+(the Parquet page kernels' Snappy copies and bit unpacking); ``load_be64`` reads them big-endian
+(bytewise-ordered words: the LSM scan merge's key comparisons). ``copy_bytes`` is a ``memmove``
 between uint8 arrays (the LSM's block decode and scan merge).
 ``atomic_or`` / ``atomic_add`` are LLVM ``atomicrmw`` on one element of an integer array: the
 filters' kernels use them so that writers on many threads (the kernels release the GIL) never lose
@@ -81,6 +82,24 @@ def load_u64(typingctx, arr, idx):
     def codegen(context, builder, signature, args):
         ptr = _byte_ptr(context, builder, signature.args[0], args[0], args[1], 64)
         return builder.load(ptr, align=1)
+
+    return sig, codegen
+
+
+@intrinsic
+def load_be64(typingctx, arr, idx):
+    """The 8 bytes ``arr[idx:idx+8]`` of a uint8 array as a big-endian uint64 (one unaligned load
+    and a byte swap): comparing two such words orders their bytes bytewise. No bounds check: the
+    caller guarantees ``0 <= idx`` and ``idx + 8 <= len(arr)``."""
+    if not (isinstance(arr, types.Array) and arr.dtype == types.uint8 and isinstance(idx, types.Integer)):
+        return None
+    sig = types.uint64(arr, idx)
+
+    def codegen(context, builder, signature, args):
+        ptr = _byte_ptr(context, builder, signature.args[0], args[0], args[1], 64)
+        i64 = ir.IntType(64)
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [i64]), "llvm.bswap.i64")
+        return builder.call(fn, [builder.load(ptr, align=1)])
 
     return sig, codegen
 
