@@ -341,20 +341,17 @@ def probe_many(directory, data, offsets, out):
 
 
 @njit(cache=True, nogil=True)
-def table_words(buf, index, checked, budget, fwords):
-    """A table's read-state words of its directory slot (``S_TBUF`` .. ``S_TFW``, the order of
-    :data:`.directory._READ_COLS`): the addresses and lengths of its mapped file (uint8), its
-    index array (int64) and its checked-block flags (uint8), then the addresses of its seek
-    budget and its filter-load words (int64; an empty array: 0, not charged / Python reads the
-    filter). One call instead of five ``.ctypes.data`` (~1.4 us each from Python)."""
-    row = np.zeros(7, np.int64)
+def table_words(buf, index, checked, budget, fwords, row):
+    """Write a table's read-state words of its directory slot (``S_TBUF`` .. ``S_TFW``, the order
+    of :data:`.directory._READ_COLS`) into ``row``: the addresses and lengths of its mapped file
+    (uint8), its index array (int64) and its checked-block flags (uint8), then the addresses of
+    its seek budget and its filter-load words (int64; an empty array: 0, not charged / Python
+    reads the filter). One call instead of five ``.ctypes.data`` (~1.4 us each from Python);
+    nothing returned (a returned array costs its boxing)."""
     row[0] = buf.ctypes.data
     row[1] = buf.shape[0]
     row[2] = index.ctypes.data
     row[3] = index.shape[0]
     row[4] = checked.ctypes.data
-    if budget.shape[0] != 0:
-        row[5] = budget.ctypes.data
-    if fwords.shape[0] != 0:
-        row[6] = fwords.ctypes.data
-    return row
+    row[5] = budget.ctypes.data if budget.shape[0] != 0 else 0
+    row[6] = fwords.ctypes.data if fwords.shape[0] != 0 else 0

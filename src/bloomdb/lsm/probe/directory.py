@@ -121,47 +121,99 @@ def _put_mapped(d, r: int, rec) -> None:
 _READ_COLS = [L.S_TBUF, L.S_TLEN, L.S_TIDX, L.S_TIDXLEN, L.S_TCHK, L.S_SEEKS, L.S_TFW]
 
 
-def _table_words(t, pin, budget):
+#: a table's probe words in ONE int64 array made on its first directory (:func:`_table_words`):
+#: its slot's read-state words (``_READ_COLS``), then its seek budget (one word, :mod:`.seeks`),
+#: then its filter-load words (:data:`.layout.TSTRIDE`) -- kept on the table as three views
+#: (``probe_slot_words``, ``seek_budget``, ``probe_filter_words``): one allocation and one kernel
+#: call per table instead of three arrays and a kernel returning a fourth (~4 us a table on a
+#: reopened store's first directory)
+_W_BUDGET = len(_READ_COLS)
+_W_FILTER = _W_BUDGET + 1
+_WORDS = _W_FILTER + L.TSTRIDE
+#: held while a table's probe words are made (once per table, whichever thread builds a directory
+#: first: two directories of one table must point at the same budget and filter-load words)
+_MAKING = threading.Lock()
+
+
+def _table_words(t, pin):
     """``(the words of _READ_COLS as an int64 array, its index array)`` for table ``t`` (``pin``:
-    its :func:`_read_state`, ``budget``: its seek budget array or None): addresses never change
-    for a table, so they are worked out once and kept on it (each ``.ctypes.data`` costs ~1 us;
-    a version's directory is rebuilt after every flush and compaction) -- as attributes holding
-    arrays (:func:`_keep`), which the garbage collector does not track. The table's filter-load
-    words (:func:`_filter_words`) are made with them."""
+    its :func:`_read_state`): addresses never change for a table, so they are worked out once and
+    kept on it (each ``.ctypes.data`` costs ~1 us; a version's directory is rebuilt after every
+    flush and compaction) -- as attributes holding arrays (:func:`_keep`), which the garbage
+    collector does not track. The table's seek budget and filter-load words
+    (:func:`_filter_words`) are made with them, in the same array."""
     key = None if pin is None else pin[1]  # the index array: made once per table, at its open
     row = getattr(t, "probe_slot_words", None)
     if row is None or getattr(t, "probe_slot_index", None) is not key:
-        fw = _filter_words(t, pin)
-        if pin is not None and pin[0].dtype == np.uint8 and pin[1].dtype == np.int64 and pin[2].dtype == np.uint8:
-            row = _table_words_kernel(pin[0], pin[1], pin[2], _NO_WORDS if budget is None else budget,
-                                      _NO_WORDS if fw is None else fw)
-        else:
-            row = np.zeros(len(_READ_COLS), np.int64)
-            if pin is not None:
-                row[:5] = pin[0].ctypes.data, pin[0].shape[0], pin[1].ctypes.data, pin[1].shape[0], pin[2].ctypes.data
-            if budget is not None:
-                row[5] = budget.ctypes.data
-        _keep(t, probe_slot_words=row, probe_slot_index=key)
+        with _MAKING:
+            row = getattr(t, "probe_slot_words", None)
+            if row is None or getattr(t, "probe_slot_index", None) is not key:
+                row = _make_words(t, pin, key)
     return row, key
+
+
+def _make_words(t, pin, key):
+    """Make and keep table ``t``'s probe words (under ``_MAKING``); returns its read-state row.
+    A table seen before (its index array changed: the cached route read it again) keeps its seek
+    budget and filter-load words (their addresses are in directories still probed)."""
+    kernel = pin is not None and pin[0].dtype == np.uint8 and pin[1].dtype == np.int64 and pin[2].dtype == np.uint8
+    budget = getattr(t, "seek_budget", None)
+    fw = getattr(t, "probe_filter_words", None)
+    if budget is None and fw is None:
+        w = np.zeros(_WORDS, np.int64)
+        row, budget = w[:_W_BUDGET], w[_W_BUDGET:_W_FILTER]
+        budget[0] = seeks.allowed_seeks(int(t.file_size))
+        fw = w[_W_FILTER:] if _filter_words_due(t, pin) else None
+        if fw is not None:
+            fw[L.T_FOFF], fw[L.T_FSIZE] = t.filter_block
+        try:
+            t.seek_budget = budget
+            t.probe_filter_words = fw
+        except AttributeError:  # a table that keeps nothing: its reads are never charged, Python reads its filter
+            budget = fw = None
+    else:
+        row = np.zeros(_W_BUDGET, np.int64)
+        if budget is None:
+            budget = seeks.budget(t)
+        fw = _filter_words(t, pin)
+    if kernel:
+        _table_words_kernel(pin[0], pin[1], pin[2], _NO_WORDS if budget is None else budget,
+                            _NO_WORDS if fw is None else fw, row)
+    else:
+        if pin is not None:
+            row[:5] = pin[0].ctypes.data, pin[0].shape[0], pin[1].ctypes.data, pin[1].shape[0], pin[2].ctypes.data
+        if budget is not None:
+            row[5] = budget.ctypes.data
+        if fw is not None:
+            row[6] = fw.ctypes.data
+    _keep(t, probe_slot_words=row, probe_slot_index=key)
+    return row
 
 
 _NO_WORDS = np.zeros(0, np.int64)
 
 
+def _filter_words_due(t, pin) -> bool:
+    """Whether the probe kernel can read table ``t``'s filter itself (mapped bytes, a filter
+    block, no partitions read already, the CRC instruction): else Python reads it."""
+    return pin is not None and HW_RANGES and bool(t.filter_bytes) and getattr(t, "partitions", None) is None
+
+
 def _filter_words(t, pin):
     """Table ``t``'s filter-load words (:data:`.layout.TSTRIDE` int64, kept on the table as
     ``probe_filter_words``), through which the probe kernel reads its filter on its first lookup
-    (:func:`._probe_kernels._load_lazy`); None when the kernel cannot (no mapped bytes, no filter
-    block, partitions read already, no CRC instruction): Python reads it then."""
+    (:func:`._probe_kernels._load_lazy`); None when the kernel cannot (:func:`_filter_words_due`):
+    Python reads it then. (A table's first directory makes them with its other words:
+    :func:`_make_words`.)"""
     fw = getattr(t, "probe_filter_words", None)
     if fw is not None:
         return fw
-    if pin is None or not HW_RANGES or not t.filter_bytes or getattr(t, "partitions", None) is not None:
+    if not _filter_words_due(t, pin):
         return None
     fw = np.zeros(L.TSTRIDE, np.int64)
     fw[L.T_FOFF], fw[L.T_FSIZE] = t.filter_block
     _keep(t, probe_filter_words=fw)
-    return fw
+    return fw if getattr(t, "probe_filter_words", None) is fw else None
 
 
 def kernel_read(t):
@@ -171,13 +223,13 @@ def kernel_read(t):
     return fw if fw is not None and fw[L.R_FAM] != 0 else None
 
 
-def _table_words_kernel(buf, index, checked, budget, fwords):
+def _table_words_kernel(buf, index, checked, budget, fwords, row):
     """:func:`._probe_kernels.table_words` through its compiled entry (:func:`.fastcall.direct`:
-    the argument types never change -- contiguous uint8, int64, uint8, int64, int64 arrays,
-    checked by the caller), put in this name's place by the first call."""
+    the argument types never change -- contiguous uint8, int64, uint8, int64, int64, int64
+    arrays, checked by the caller), put in this name's place by the first call."""
     global _table_words_kernel
-    _table_words_kernel = direct(PK.table_words, (buf, index, checked, budget, fwords))
-    return _table_words_kernel(buf, index, checked, budget, fwords)
+    _table_words_kernel = direct(PK.table_words, (buf, index, checked, budget, fwords, row))
+    return _table_words_kernel(buf, index, checked, budget, fwords, row)
 
 
 def _keep(t, **attrs) -> None:
@@ -249,7 +301,6 @@ class Directory:
         #: and ``slots`` holds the tables: so the mapped files stay open while this directory
         #: can be probed (a map lives as long as any array made on it). No tuple per slot is
         #: kept (one tracked object per table and directory, see :func:`_keep`).
-        self._budgets = [seeks.budget(r.table) for r in slots]  # LevelDB's allowed_seeks (:mod:`.seeks`)
         #: the filters' arrays the records point at (each its filter's own, in place): held here so
         #: they outlive every directory array a kernel may still probe
         self._held: list = []
@@ -304,7 +355,7 @@ class Directory:
         U[:, L.S_MAX_W : L.S_MAX_W + 2] = _prefix_words_many([r.info.max_key for r in slots])
         S[:, L.S_MIN_OFF], S[:, L.S_MIN_LEN] = starts[at], lens[at]
         S[:, L.S_MAX_OFF], S[:, L.S_MAX_LEN] = starts[at + 1], lens[at + 1]
-        words = [_table_words(r.table, _read_state(r.table), budget) for r, budget in zip(slots, self._budgets)]
+        words = [_table_words(r.table, _read_state(r.table)) for r in slots]
         S[:, _READ_COLS] = [w[0] for w in words]
         filt = [i for i, p in enumerate(plans) if p[0] == L.FILTER]
         if filt:  # a filter the kernel read: the table's own words (its map holds the array)

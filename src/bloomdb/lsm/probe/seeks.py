@@ -8,8 +8,9 @@ into the next level (LevelDB's reasoning: one wasted seek costs about as much as
 of them, each a filter check for every missing key) once reads keep meeting them; a store that
 is only written or only read from one level never pays it.
 
-Here the budget is an ``int64[1]`` array kept with the table (:func:`budget`: it survives
-versions, like LevelDB's ``FileMetaData``); each directory slot holds its address
+Here the budget is an ``int64[1]`` array kept with the table (it survives versions, like
+LevelDB's ``FileMetaData``): made by the table's first probe directory with its other probe words
+(:func:`.directory._table_words`), or by :func:`budget`; each directory slot holds its address
 (``layout.S_SEEKS``). The probe kernel (:func:`._probe_kernels._probe`) charges the first
 candidate table of a lookup when the same lookup reaches a second one, and when a budget reaches
 zero (and every 64 charges below zero: LevelDB re-reports a spent table on every charge while
