@@ -341,3 +341,83 @@ def test_a_tables_meta_block_is_decoded_only_when_asked_for(tmp_path, monkeypatc
         assert set(decoded) == set(rdel) and len(rdel) == 1  # Version reads the range tombstones
         assert facts == [(t.meta.entries, t.meta.deletions, t.meta.range_dels) for t in tables]
         assert [f[2][0][:2] for f in facts if f[2]] == [(KEYS[10], KEYS[20])] and sum(f[1] for f in facts) >= 1
+
+
+def _big_table_store(tmp_path):
+    """One table of 9,000 keys: its filter block (10 bits a key) and index block are long enough
+    for the checksum kernel's three-stream chunks (:mod:`bloomdb._checksum_kernels`), its data
+    blocks long enough for the short chunks where the host has them."""
+    from bloomdb import _checksum_kernels as CK
+
+    p = str(tmp_path / "big")
+    opts = small_options(background_compaction=False, memtable_bytes=8 << 20, table_bytes=64 << 20,
+                         filter="blocked:10")
+    keys = [b"big%07d" % i for i in range(9000)]
+    with DB.open(p, opts) as db:
+        for k in keys:
+            db.put(k, b"w" * 60)
+        db.flush()
+        (ref,) = db._state[2].slots
+        t = ref.table
+        h = t._handles
+        path = t.path
+        blocks = list(zip(t.offsets, t.sizes))
+    assert h.filter_size >= 3 * CK.LONG  # the chunked path is what reads it
+    return p, opts, keys, path, h, blocks
+
+
+def _flip(path, at):
+    with open(path, "r+b") as f:
+        f.seek(at)
+        b = f.read(1)
+        f.seek(at)
+        f.write(bytes([b[0] ^ 0x10]))
+
+
+def test_a_long_intact_filter_block_is_read_by_the_lookup_kernel(tmp_path):
+    p, opts, keys, path, h, _ = _big_table_store(tmp_path)
+    from bloomdb.lsm.probe import directory as D
+
+    with DB.open(p, opts) as db:
+        assert all(db.get(k + b"x") is None for k in keys[::97])
+        assert all(db.get(k) == b"w" * 60 for k in keys[::7])
+        assert db.stats()["filters_damaged"] == 0
+        fw = D.kernel_read(db._state[2].slots[0].table)
+        assert fw is not None and fw[L.T_BYTES] > 3 * 2048  # its long block passed the chunked CRC
+
+
+@pytest.mark.parametrize("where", [0.1, 0.5, 0.93])
+def test_a_long_filter_block_damaged_anywhere_fails_open_on_its_lazy_first_read(tmp_path, where):
+    """A byte flipped inside a long filter block (in each third of the checksum kernel's chunks):
+    the lookup kernel's first read of the filter rejects it (never probes damaged bits), Python
+    fails it open: every key is still found, missing keys read as missing, the damage counted."""
+    p, opts, keys, path, h, _ = _big_table_store(tmp_path)
+    _flip(path, h.filter_off + int(h.filter_size * where))
+    from bloomdb.lsm.probe import directory as D
+
+    with DB.open(p, opts) as db:
+        assert all(db.get(k + b"x") is None for k in keys[::97])
+        assert all(db.get(k) == b"w" * 60 for k in keys)
+        assert db.stats()["filters_damaged"] >= 1
+        assert D.kernel_read(db._state[2].slots[0].table) is None  # the kernel took no record of it
+        assert db.multi_get(keys[:50] + [b"nope"]) == [b"w" * 60] * 50 + [None]
+
+
+def test_a_long_index_block_damaged_is_our_corruption_error_at_open(tmp_path):
+    p, opts, keys, path, h, _ = _big_table_store(tmp_path)
+    assert h.index_size >= 1536
+    _flip(path, h.index_off + h.index_size // 2)
+    with pytest.raises(CorruptionError, match=os.path.basename(path)):
+        with DB.open(p, opts) as db:
+            db.get(keys[0])
+
+
+def test_a_data_block_damaged_mid_block_raises_on_its_first_read_and_not_before(tmp_path):
+    p, opts, keys, path, h, blocks = _big_table_store(tmp_path)
+    off, size = blocks[len(blocks) // 2]
+    _flip(path, off + size // 2)
+    with DB.open(p, opts) as db:
+        assert db.get(keys[0]) == b"w" * 60  # another block reads fine
+        with pytest.raises(CorruptionError, match=os.path.basename(path)):
+            for k in keys:
+                db.get(k)
