@@ -14,7 +14,9 @@ from numba import njit
 
 from ..._checksum_kernels import crc32c_range
 from ..._intrinsics import copy_bytes
-from ._block_kernels import _cmp, _first_not_below, block_get, encode_blocks, first_of_key, key_words
+from ._block_kernels import (_cmp, _first_not_below, _r32, block_get, decode_into, decoded_sizes, encode_blocks,
+                             first_of_key, key_words, packed_empty)
+from .block import RAW, TRAILER
 from ._index_kernels import fill_index, index_key_bytes
 
 ST_UNCHECKED = -2
@@ -277,3 +279,41 @@ def frame_table_crc(kdata, koff, tr, vdata, voff, vidx, block_size, restart_inte
         for j in range(4):
             framed[e + j] = np.uint8((c >> np.uint64(8 * j)) & np.uint64(0xFF))
     return framed, offs, sizes, lasts, vbytes, index, first, lo, hi, dels
+
+
+@njit(cache=True, nogil=True)
+def decode_range(buf, index, chk, first, last):
+    """Data blocks ``first..last`` of a table (its mapped file ``buf``, index array ``index``,
+    checked flags ``chk``) checked and decoded in one call: ``(ok, kdata, koff, trailers, vdata,
+    voff)`` (values copied). A block read for the first time must lie in the file, be stored raw
+    and match its CRC32C (the SSE4.2 instruction: only on a host with it,
+    :data:`bloomdb.checksum.HW_RANGES`); it is then marked in ``chk`` as
+    :meth:`Table.check_block` does. ``ok`` False: some block is compressed, outside the file,
+    damaged or malformed -- nothing is decoded and the caller's step-by-step path names the
+    damage or decompresses (blocks marked before the failure are intact). Cost: one ``crc32``
+    instruction per 8 bytes of each block not checked yet, then :func:`decoded_sizes` and
+    :func:`decode_into`; no Python step per block (a scan's rounds of 64 blocks)."""
+    nb = last - first + 1
+    offs = np.empty(nb, np.int64)
+    sizes = np.empty(nb, np.int64)
+    e8 = np.zeros(0, np.uint8)
+    z = np.zeros(1, np.int64)
+    for j in range(nb):
+        b = first + j
+        off = index[1 + 6 * b + 4]
+        size = index[1 + 6 * b + 5]
+        offs[j] = off
+        sizes[j] = size
+        if chk[b] == 0:
+            end = off + size
+            if off < 0 or size < 0 or end + TRAILER > buf.shape[0] or buf[end] != RAW:
+                return False, e8, z, np.zeros(0, np.uint64), e8, z
+            if crc32c_range(buf, off, end + 1) != np.uint64(_r32(buf, end + 1)):
+                return False, e8, z, np.zeros(0, np.uint64), e8, z
+            chk[b] = 1
+    n, kb, vb = decoded_sizes(buf, offs, sizes)
+    if n < 0:
+        return False, e8, z, np.zeros(0, np.uint64), e8, z
+    kdata, koff, trailers, vdata, voff = packed_empty(n, kb, vb)
+    decode_into(buf, offs, sizes, kdata, koff, trailers, vdata, voff, 0)
+    return True, kdata, koff, trailers, vdata, voff

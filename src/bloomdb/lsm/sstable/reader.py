@@ -450,9 +450,15 @@ class Table:
     def decode_arrays(self, first: int = 0, last: int | None = None):
         """Entries of blocks ``first..last`` (default: all) as packed arrays ``(kdata, koff,
         trailers, vdata, voff)`` (values copied): the input of compactions and scans. Each block
-        is checked first; damage raises CorruptionError. Cost for raw blocks: one CRC32C call per
-        block not yet checked, then one decode kernel call for the whole range."""
-        last = len(self.offsets) - 1 if last is None else last
+        is checked first; damage raises CorruptionError. Cost for raw blocks: one kernel call
+        (:func:`._table_kernels.decode_range`: the CRC32C of every block not yet checked, then
+        the decode); compressed or damaged blocks go the step-by-step way (which names the
+        damage)."""
+        last = self.num_blocks() - 1 if last is None else last
+        if HW_RANGES and 0 <= first <= last < self.num_blocks():  # checked and decoded in one kernel call
+            ok, *res = TK.decode_range(self._arr, self._index, self._checked, first, last)
+            if ok:
+                return tuple(res)
         if self._check_raw(first, last):
             offs = np.array(self.offsets[first : last + 1], np.int64)
             sizes = np.array(self.sizes[first : last + 1], np.int64)
