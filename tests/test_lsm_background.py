@@ -60,8 +60,7 @@ def test_a_flush_does_not_wait_for_a_running_compaction(tmp_path, monkeypatch):
         release.set()
         t.join(60)
         assert finished and still_running, "flush() waited for the compaction running beside it"
-        assert len(db._version.levels[0]) >= 1
-        assert l0 >= 1
+        assert len(db._version.levels[0]) >= 1  # the compaction held its lock: the flush went to L0
         db.wait_for_compactions()
         assert db.get(b"after") == b"x"
         assert all(db.get(b"k%06d" % j) == b"v" * 100 for j in range(0, i, 97))

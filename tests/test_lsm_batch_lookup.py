@@ -100,7 +100,7 @@ def test_multi_get_matches_a_dict_model(tmp_path_factory, ops, spec):
 
 def test_batch_kernel_over_l0_and_levels_and_chunk_edges(tmp_path):
     """L0 tables over levels (no compaction between flushes), batches around the chunk size."""
-    with DB.open(tmp_path / "db", small_options(filter="blocked:4", background_compaction=False)) as db:
+    with DB.open(tmp_path / "db", small_options(filter="blocked:4", background_compaction=False, max_flush_level=0)) as db:
         for i in range(3000):
             db.put(_key(i), b"v%d" % i)
         db.compact_range()

@@ -206,7 +206,7 @@ def test_cached_store_answers_like_the_uncached_one_and_leveldb(tmp_path):
 
 # -- pins and counters ----------------------------------------------------------------------------
 def _l0_store(tmp_path, **kw):
-    db = DB.open(str(tmp_path / "db"), Options(background_compaction=False, level0_trigger=8, level0_stop=12, **kw))
+    db = DB.open(str(tmp_path / "db"), Options(background_compaction=False, level0_trigger=8, level0_stop=12, max_flush_level=0, **kw))
     for t in range(3):
         for i in range(2000):
             db.put(b"t%d-%05d" % (t, i), b"v" * 40)

@@ -36,7 +36,9 @@ def test_torn_write_anywhere(tmp_path, budget):
                 torn = None
         except StoreIOError as e:  # our error, the injected one its cause (issue 15)
             assert isinstance(e.__cause__, InjectedFault) and path in str(e)
-        assert fs.faults == 1
+        # one torn write; a compaction writes two outputs at a time, so the other's write (after
+        # the "machine died": budget 0) may fault too
+        assert fs.faults in (1, 2)
         with pytest.raises(BloomDBError):  # the store refuses writes after the I/O error
             db.put(b"after", b"1")
         db.close()

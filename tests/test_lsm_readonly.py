@@ -107,12 +107,13 @@ def test_read_only_open_of_no_store_creates_nothing(tmp_path):
         DB.open(tmp_path / "empty", _opts(), read_only="yes")
 
 
-def test_readers_during_flushes_and_compactions_see_a_prefix(tmp_path):
+@pytest.mark.parametrize("deep", [0, 2])
+def test_readers_during_flushes_and_compactions_see_a_prefix(tmp_path, deep):
     """A writer thread puts k0, k1, ... in order with small memtables (flushes, compactions,
     logs deleted); every read-only open meanwhile sees exactly k0..k(n-1) for some n."""
     path = tmp_path / "s"
-    w = DB.open(path, _opts(memtable_bytes=2048, level0_trigger=2, table_bytes=4096,
-                            background_compaction=True))
+    w = DB.open(path, _opts(memtable_bytes=2048, level0_trigger=2, table_bytes=4096, level1_bytes=4096,
+                            background_compaction=True, max_flush_level=deep))  # deep: L2 moves to L3
     done = threading.Event()
     count = [0]
 

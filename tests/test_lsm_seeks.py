@@ -20,7 +20,7 @@ def _l0_store(path, tables=3, n=6000, **kw) -> dict:
     """A store whose ``tables`` L0 tables each hold every ``tables``-th key of ``n`` (so each
     covers the whole key range) and nothing below; returns the model."""
     model = {}
-    with DB.open(path, Options(fs=RealFS(fsync=False), memtable_bytes=1 << 20, **kw)) as db:
+    with DB.open(path, Options(fs=RealFS(fsync=False), max_flush_level=0, memtable_bytes=1 << 20, **kw)) as db:
         for t in range(tables):
             for i in range(t, n, tables):
                 k = b"k%08d" % i
@@ -37,7 +37,7 @@ def test_missing_reads_compact_the_l0_tables_they_keep_meeting(tmp_path):
     budget is spent the L0 tables go to L1, and a missing key costs one check."""
     p = str(tmp_path / "db")
     model = _l0_store(p)
-    with DB.open(p, Options(fs=RealFS(fsync=False))) as db:
+    with DB.open(p, Options(fs=RealFS(fsync=False), max_flush_level=0)) as db:
         before = db.stats()
         for i in range(seeks.MIN_SEEKS + 50):
             assert db.get(b"k%08d." % (i * 7)) is None
@@ -56,7 +56,7 @@ def test_missing_reads_compact_the_l0_tables_they_keep_meeting(tmp_path):
 def test_only_a_read_that_meets_two_tables_charges_the_first(tmp_path):
     p = str(tmp_path / "db")
     _l0_store(p, tables=2)
-    with DB.open(p, Options(fs=RealFS(fsync=False))) as db:
+    with DB.open(p, Options(fs=RealFS(fsync=False), max_flush_level=0)) as db:
         keys = [b"k%08d." % i for i in range(60)]
         for k in keys[:4]:  # first reads load both tables' filters (they may charge: measured below)
             db.get(k)
@@ -79,7 +79,7 @@ def test_only_a_read_that_meets_two_tables_charges_the_first(tmp_path):
 def test_a_single_table_is_never_charged(tmp_path):
     p = str(tmp_path / "db")
     _l0_store(p, tables=1)
-    with DB.open(p, Options(fs=RealFS(fsync=False))) as db:
+    with DB.open(p, Options(fs=RealFS(fsync=False), max_flush_level=0)) as db:
         for i in range(300):
             assert db.get(b"k%08d." % i) is None
         (ref,) = db._state[2].slots
@@ -109,7 +109,7 @@ def test_the_read_that_spends_a_budget_still_answers(tmp_path, monkeypatch, pres
     """The lookup that brings a budget to zero returns its status flagged; the answer (a value
     found in the older table, or missing) is the same as without the flag."""
     model, p = _one_seek_store(tmp_path, monkeypatch)
-    with DB.open(p, Options(fs=RealFS(fsync=False))) as db:
+    with DB.open(p, Options(fs=RealFS(fsync=False), max_flush_level=0)) as db:
         _read_filters(db)
         k = b"k%08d" % 4 if present else b"k%08d." % 4  # key 4: in the older table only
         assert db.get(k) == model.get(k)
@@ -123,7 +123,7 @@ def test_a_read_only_store_never_compacts(tmp_path, monkeypatch):
     monkeypatch.setattr(seeks, "BYTES_PER_SEEK", 1 << 40)
     p = str(tmp_path / "db")
     model = _l0_store(p)
-    with DB.open(p, Options(fs=RealFS(fsync=False)), read_only=True) as db:
+    with DB.open(p, Options(fs=RealFS(fsync=False), max_flush_level=0), read_only=True) as db:
         for i in range(50):
             assert db.get(b"k%08d." % i) is None
             k = b"k%08d" % i
@@ -139,7 +139,7 @@ def test_model_with_a_seek_compaction_on_nearly_every_read(tmp_path, monkeypatch
     monkeypatch.setattr(seeks, "BYTES_PER_SEEK", 1 << 40)
     problems: list[str] = []
     bad = stress.model_check(str(tmp_path / "db"), 8000, 21 + bg, report=problems.append,
-                             options=small_options(background_compaction=bg))
+                             options=small_options(background_compaction=bg, max_flush_level=0))
     assert bad == 0, problems[:10]
 
 
@@ -151,7 +151,7 @@ def test_a_spent_budget_is_reported_again_every_64_charges(tmp_path):
 
     p = str(tmp_path / "db")
     _l0_store(p, tables=2)
-    with DB.open(p, Options(fs=RealFS(fsync=False)), read_only=True) as db:
+    with DB.open(p, Options(fs=RealFS(fsync=False), max_flush_level=0), read_only=True) as db:
         key = b"k%08d." % 101  # in both tables' ranges; missing
         for _ in range(3):
             db.get(key)  # filters read, blocks checked: the kernel answers alone from now on
@@ -175,7 +175,7 @@ def test_a_read_that_spends_a_budget_never_waits_for_the_store_lock(tmp_path, mo
     import threading
 
     model, p = _one_seek_store(tmp_path, monkeypatch)
-    with DB.open(p, Options(fs=RealFS(fsync=False))) as db:
+    with DB.open(p, Options(fs=RealFS(fsync=False), max_flush_level=0)) as db:
         _read_filters(db)
         held, release = threading.Event(), threading.Event()
 

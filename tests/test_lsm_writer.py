@@ -60,7 +60,7 @@ def test_a_background_failure_stops_the_fast_path(tmp_path, monkeypatch):
     """The background thread records its failure through the same attribute: the next put raises."""
     import bloomdb.lsm.db as dbm
 
-    def broken(self, mem, level):
+    def broken(self, mem, level, place=None):
         raise OSError("no space for the table")
 
     monkeypatch.setattr(dbm.DB, "_write_table", broken)

@@ -3,7 +3,8 @@
 
 :class:`Background` owns the scheduling -- two threads (or inline work in the writer with
 ``Options(background_compaction=False)``): a *flush* thread that writes each immutable memtable
-to an L0 table as soon as it exists, and a *compaction* thread that runs the policy's tasks
+to a table as soon as it exists (in L0, or as deep as L2 when its keys overlap nothing there:
+:meth:`Background.flush_level`), and a *compaction* thread that runs the policy's tasks
 (:func:`.compaction.policy.pick`, its round-robin compact pointers, manual ``compact_range``
 tasks) through :func:`.compaction.executor.run`. A flush never queues behind a compaction (a
 compaction of L0 and L1 takes many memtables' worth of time; LevelDB gets the same by checking for
@@ -33,6 +34,9 @@ import threading
 from .compaction import executor, policy, seek
 from .options import MAX_LEVELS
 from .version import TableRef
+
+
+MOVE_WAIT = 0.05  # seconds a flush waits for a trivial move to end (:meth:`Background.flush_level`)
 
 
 class TaskContext:
@@ -81,6 +85,7 @@ class Background:
         self.thread = None  # the compaction thread (None: inline work)
         self.flusher = None
         self.started = False
+        self.running = None  # the compaction task in flight (set under the compaction lock)
         if threaded:
             self.thread = threading.Thread(target=self._compact_loop, name=f"bloomdb-lsm:{db.path}", daemon=True)
             self.flusher = threading.Thread(target=self._flush_loop, name=f"bloomdb-lsm-flush:{db.path}", daemon=True)
@@ -155,6 +160,42 @@ class Background:
             for k in [k for k in cache if k not in live]:
                 del cache[k]
         return out
+
+    def flush_level(self, mem, arrays, held: list) -> int:
+        """The level for the flush of ``mem`` (its sorted entries ``arrays``): LevelDB's
+        ``PickLevelForMemTableOutput`` (:func:`.compaction.policy.flush_level`) -- a table whose
+        keys overlap nothing in L0..L2 goes straight to L2 (sequential fills; the deepest level is
+        ``Options.max_flush_level``, 0: always L0), with no trivial
+        move, manifest write or version per level after it. Deeper than L0 only while holding
+        the compaction lock, taken here without waiting and appended to ``held`` (the caller
+        releases it after the install): an L0 -> L1 compaction running beside the flush could
+        write a table spanning the new one's range into L1, so none may run until the table is
+        in the version. When a compaction runs (the lock is busy), the keys overlap L0, or the
+        memtable holds range tombstones (their extent is not the keys'), L0 as before -- but a
+        trivial move in flight (L2 -> L3 once L2 is full, in a sequential fill) is waited for up
+        to ``MOVE_WAIT`` seconds, else each flush beside one would land in L0 and be moved twice.
+        Cost: O(tables) under the store's lock, twice at most."""
+        kd, ko = arrays[0], arrays[1]
+        top = self.db.options.max_flush_level
+        if top == 0 or mem.rdels or ko.shape[0] < 2:
+            return 0
+        lo, hi = kd[ko[0] : ko[1]].tobytes(), kd[ko[-2] : ko[-1]].tobytes()
+        db = self.db
+        with db._lock:
+            if any(_overlaps(r, lo, hi) for r in db._version.levels[0]):  # stays in L0: no lock needed
+                return 0
+        lock = self.compaction_lock
+        if not lock.acquire(blocking=False):
+            task = self.running
+            # a trivial move (one manifest write) is waited for, briefly, by the flush thread only
+            # (an inline flush runs in a writer holding the store's lock: it never waits)
+            if task is None or not task.trivial_move or threading.current_thread() is not self.flusher:
+                return 0
+            if not lock.acquire(timeout=MOVE_WAIT):
+                return 0
+        held.append(lock)
+        with db._lock:
+            return policy.flush_level(self._shapes_of(db._version.levels), lo, hi, 10 * db.options.table_bytes, top)
 
     def seek_exhausted(self, ref) -> None:
         """A read used up table ``ref``'s seek budget (:mod:`.probe.seeks`): compact it next when
@@ -258,6 +299,7 @@ class Background:
         with db._lock:
             version = db._version
             smallest = min(db._snapshots) if db._snapshots else db._seq
+        self.running = task
         try:
             deleted, added, written = executor.run(task, version, TaskContext(db, smallest))
             db._stats["bytes_compacted"] += written
@@ -268,6 +310,8 @@ class Background:
         except BaseException as e:
             db._fail(e)
             raise
+        finally:
+            self.running = None
         # the replaced version's tables are unmapped in the release thread, not here
         holder = [version]
         del version  # before the release thread empties the holder: its drop must be the last one

@@ -186,10 +186,13 @@ class DB(WritePath, DictForms):
                 self._fail(e)
                 raise opening.as_store_error(self.path, e, opening=False)
 
-    def _write_table(self, mem: MemTable, level: int) -> TableRef:
-        """Write ``mem`` as a new table for ``level`` (a flush, or recovery's replayed logs)."""
-        last = all(not self._version.levels[i] for i in range(1, MAX_LEVELS))
+    def _write_table(self, mem: MemTable, level: int, place=None) -> TableRef:
+        """Write ``mem`` as a new table for ``level`` (a flush, or recovery's replayed logs);
+        ``place(arrays)``, if given, chooses the level once the entries are sorted."""
         arrays = logrun.table_arrays(mem, self._fs, self._file(f"{mem.log_number:06d}.log")) or mem.table_arrays(indexed=True)
+        if place is not None:
+            level = place(arrays)
+        last = all(not self._version.levels[i] for i in range(level + 1, MAX_LEVELS))
         number = self._new_file_number()
         info, table = executor.write_table(TaskContext(self, 0), number, arrays, level, last, mem.rdels)
         self._stats["bytes_flushed"] += info.file_size
@@ -239,7 +242,7 @@ class DB(WritePath, DictForms):
             if self._imm is not None or len(self._version.levels[0]) >= o.level0_stop:
                 if self._bg.thread is None:
                     self._flush_imm()
-                    self._bg.compact_inline()
+                    self._compact_inline()
                 else:
                     self._cond.wait()
                 continue
@@ -249,8 +252,16 @@ class DB(WritePath, DictForms):
             self._switch_memtable()
             if self._bg.thread is None:
                 self._flush_imm()
-                self._bg.compact_inline()
+                self._compact_inline()
             return
+
+    def _compact_inline(self) -> None:
+        """The compactions the policy asks for now, in the writer (``background_compaction=False``):
+        a failed one stopped the store (:meth:`_fail`) and raises as our error, like a failed flush."""
+        try:
+            self._bg.compact_inline()
+        except BaseException as e:
+            raise opening.as_store_error(self.path, e, opening=False)
 
     def _switch_memtable(self) -> None:
         n = self._new_file_number()
@@ -271,14 +282,22 @@ class DB(WritePath, DictForms):
 
     # -- installing what background work made ------------------------------------------------
     def _flush_imm(self) -> None:
+        """Write the immutable memtable as a table and install it: in L0, or deeper when its keys
+        overlap nothing there (:meth:`.background.Background.flush_level`; the compaction lock is
+        then held until the install, so no compaction can make the choice wrong meanwhile)."""
         imm = self._imm
         if imm is None:
             return
+        held = []  # the compaction lock, when flush_level took it
         try:
-            self._install(set(), [self._write_table(imm, 0)], drop_imm=True)
+            ref = self._write_table(imm, 0, lambda arrays: self._bg.flush_level(imm, arrays, held))
+            self._install(set(), [ref], drop_imm=True)
         except BaseException as e:
             self._fail(e)
             raise opening.as_store_error(self.path, e, opening=False)
+        finally:
+            if held:
+                self._bg.compaction_lock.release()
 
     def _fail(self, e: BaseException) -> None:
         """Stop accepting writes after an I/O failure in a flush or compaction."""
@@ -458,7 +477,8 @@ class DB(WritePath, DictForms):
 
     # -- maintenance --------------------------------------------------------------------------
     def flush(self) -> None:
-        """Write the memtable to an L0 table now (and wait for it)."""
+        """Write the memtable to a table now (and wait for it): in L0, or deeper when its keys
+        overlap nothing above (``Options.max_flush_level``)."""
         with self._lock:
             while True:
                 self._check_writable()

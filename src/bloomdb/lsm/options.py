@@ -65,6 +65,10 @@ class Options:
       ``table_bytes`` (target size of a compaction output, 2 MiB), ``level0_trigger`` (4 L0
       tables start an L0->L1 compaction), ``level0_stop`` (writers wait at this many L0 tables),
       ``level1_bytes`` (10 MiB), ``level_ratio`` (10: Ln+1 may hold 10x Ln).
+    * ``max_flush_level`` (2, LevelDB's ``kMaxMemCompactLevel``): a flushed memtable whose keys
+      overlap no table of L0 down to this level goes straight to the deepest such level (LevelDB's
+      ``PickLevelForMemTableOutput``, :func:`.compaction.policy.flush_level`): a sequential
+      fill makes no trivial move. ``0``: every flush writes an L0 table (RocksDB's behaviour).
     * ``compression``: ``None``, ``"zstd"`` or ``"lz4"``, per data block.
     * ``block_cache_bytes``: LRU cache of decompressed data blocks (compressed tables only;
       uncompressed blocks are read straight from the memory-mapped file). Not used with
@@ -122,6 +126,7 @@ class Options:
     level0_stop: int = 12
     level1_bytes: int = 10 << 20
     level_ratio: float = 10.0
+    max_flush_level: int = 2
     compression: str | None = None
     block_cache_bytes: int = 8 << 20
     partitioned_filters: bool = False
@@ -166,6 +171,7 @@ class Options:
         _check_int(self, "wal_buffer_bytes", 0)
         _check_int(self, "block_cache_bytes", 0)
         _check_int(self, "max_open_files", 1)
+        _check_int(self, "max_flush_level", 0, MAX_LEVELS - 2)
         if self.cache_bytes is not None:
             _check_int(self, "cache_bytes", 0)
         r = self.level_ratio

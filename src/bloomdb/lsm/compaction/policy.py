@@ -135,3 +135,30 @@ def task_for(levels: list[list[TableShape]], best: int, inputs: list[TableShape]
     # inserts), so their files just change level
     trivial = not below and _disjoint(inputs) and not forced  # forced: the point is to rewrite
     return Task(best, tuple(t.number for t in inputs), tuple(t.number for t in below), trivial, bottom, lo, hi)
+
+
+MAX_FLUSH_LEVEL = 2  # LevelDB's kMaxMemCompactLevel
+
+
+def flush_level(levels: list[list[TableShape]], lo: bytes, hi: bytes, grandparent_bytes: int,
+                max_level: int = MAX_FLUSH_LEVEL) -> int:
+    """The level a flushed memtable's table (keys ``lo..hi``) goes to: LevelDB's
+    ``PickLevelForMemTableOutput``. L0 when its range overlaps an L0 table; else pushed down
+    while it overlaps no table of the next level and the tables it overlaps two levels down hold
+    at most ``grandparent_bytes`` (a later compaction of it would rewrite them), at most to
+    ``max_level``. Sequential keys overlap nothing, so each flush lands in L2 at once instead of
+    being moved L0 -> L1 -> L2 by two trivial moves (each a manifest write and a version).
+
+    The caller must keep the answer true until the table is installed: no compaction may run
+    meanwhile (an L0 -> L1 compaction's output may span a gap between its inputs, where the new
+    table's range lies). Cost: O(tables in levels 0..max_level + 2)."""
+    if _overlapping(levels[0], lo, hi):
+        return 0
+    level = 0
+    while level < max_level and level + 1 < len(levels):
+        if _overlapping(levels[level + 1], lo, hi):
+            break
+        if level + 2 < len(levels) and sum(t.size for t in _overlapping(levels[level + 2], lo, hi)) > grandparent_bytes:
+            break
+        level += 1
+    return level
