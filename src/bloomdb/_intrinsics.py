@@ -210,12 +210,20 @@ def _pointer_intrinsic(dtype):
 
 _u8_pointer = _pointer_intrinsic(types.uint8)
 _i64_pointer = _pointer_intrinsic(types.int64)
+_u32_pointer = _pointer_intrinsic(types.uint32)
 
 
 @njit(cache=True, nogil=True, inline="always")
 def u8_view(addr, n):
     """``n`` bytes at ``addr`` as a uint8 array (no copy, no owner)."""
     return carray(_u8_pointer(addr), n)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def u32_view(addr, n):
+    """``n`` uint32 words at ``addr`` as a uint32 array (no copy, no owner): cheaper than
+    ``u8_view(addr, 4 * n).view(np.uint32)``, whose view checks cost ~10 ns in a hot loop."""
+    return carray(_u32_pointer(addr), n)
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -1,25 +1,35 @@
-"""numba kernel of a batch of point lookups (``multi_get``) whose filter loads overlap.
+"""numba kernel of a batch of point lookups (``multi_get``): every key's filters in one call, the
+work laid out so that the CPU overlaps many keys at once.
 
-:func:`._get_kernels.lookup_many` runs one key's whole lookup before the next key's: each
-candidate table's filter line is a cache miss (filters of a 1M-key store are megabytes), and the
-probe loop's dependent branches keep the CPU from reaching the next key's load, so the misses
-are paid one after the other. :func:`lookup_batch` splits a chunk of keys into passes instead:
+:func:`._get_kernels.lookup_many` runs one key's whole lookup before the next key's: its bound
+searches and filter checks are chains of dependent loads and branches, so one key's latencies
+are paid one after the other. :func:`lookup_batch` takes the keys a chunk (:data:`CHUNK`) at a
+time and runs each step for the whole chunk before the next step, so that the iterations of a
+step are independent and the CPU runs many of them at once:
 
-1. per key: its XXH3 hash, its candidate tables (L0 newest first, then the one table per level
-   whose key range holds it: the same choice as :func:`._probe_kernels._probe`), and for each
-   candidate whose slot holds a loaded ``blocked`` filter the address of the filter line, which
-   is prefetched at once (:func:`bloomdb._intrinsics.prefetch`); a key meeting any other kind of
-   slot (no filter, lazy, partitioned, another family) is marked for the full lookup;
-2. per (key, table) pair: the filter check, by now mostly from cache; a "may contain" marks the
-   key for the full lookup;
-3. a key every candidate filter rejected is ``MISSING`` (counted as the probe counts it: one
-   lookup, its checks, all useful); every other key runs :func:`._get_kernels._lookup` from slot
-   0 as ``lookup_many`` does (which counts itself: pass 2's checks of such a key are not counted).
+1. per key: its XXH3 hash and its two big-endian prefix words (:func:`key_words`);
+2. per L0 slot (newest first), per key: the range check, and when it holds, the address of the
+   key's line in the slot's filter, prefetched (:func:`bloomdb._intrinsics.prefetch`);
+3. per level below L0: the binary search for the one table whose range may hold the key, in
+   lockstep over the chunk (each round of the search is one pass over the chunk, branch-free on
+   the prefix words; a tie on the prefix words runs the exact search
+   :func:`..sstable._block_kernels._first_not_below`), then the table's min-key check and the line, as in 2;
+4. per candidate (slot, key), oldest prefetch first: the family's own check of the line
+   (:func:`bloomdb.filters._blocked_kernels.check_bits_inline`, inlined: a call per check cost
+   more than the check);
+5. a key every candidate filter rejected is ``MISSING`` (counted as the probe counts it: one
+   lookup, its checks, all useful); every other key -- a filter said "may contain", or a
+   candidate slot holds no loaded ``blocked`` filter (none, lazy, partitioned, another family)
+   -- runs :func:`._get_kernels._lookup` from slot 0 as ``lookup_many`` does (which counts
+   itself: the checks of step 4 of such a key are not counted).
 
-The answers are exactly :func:`._get_kernels.lookup_many`'s: a key is declared missing here only
+The candidates are :func:`._probe_kernels._probe`'s (L0 slots whose range holds the key, then
+per level the first table whose max key is ``>=`` the key if its min key is ``<=`` it), so the
+answers are exactly :func:`._get_kernels.lookup_many`'s: a key is declared missing here only
 when every table that could hold it has a filter that says "definitely not". Cost per missing
-key: one hash, the level searches over the in-memory bounds, and its filter lines' misses
-overlapped with those of the other keys of its chunk.
+key (1M-key store, 2 L0 tables + 2 levels, loaded machine): ~60 ns of hashing, range checks
+and searches, ~10 ns per filter check, plus the data block a false positive reads
+(docs/benchmarks.md, "multi_get of missing keys, eleventh session").
 """
 
 from __future__ import annotations
@@ -27,130 +37,165 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..._intrinsics import prefetch, u8_view
-from ...filters._blocked_kernels import check_bits, line_word
+from ..._intrinsics import prefetch, u8_view, u32_view
+from ...filters._blocked_kernels import check_bits_inline, line_word
 from ...hashing._kernels import xxh3_64_bytes
-from ..sstable._block_kernels import _first_not_below, key_words
+from ..sstable._block_kernels import _first_not_below, _tail_cmp, key_words
 from ._get_kernels import MISSING, _lookup
-from ._probe_kernels import _in_range
 from .layout import (
     C_CHECKS, C_LOOKUPS, C_USEFUL, F_BLOCKED, F_MAPPED, FILTER, LEVEL_COUNT, LEVEL_FIRST, N_L0, NUM_LEVELS, R_FAM,
-    R_OFF, R_P0, S_KIND, S_MAX_W, S_REC, SLOTS, STRIDE,
+    R_OFF, R_P0, S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, SLOTS, STRIDE,
 )
 
-CHUNK = 256  #: keys whose filter lines are in flight together (256 keys x ~2 lines: 32 KB)
+CHUNK = 64  #: keys per step: their filter lines (~4 per key) stay in L1 between the prefetch and the check
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pair(meta, u64, base, h, pairs_w, pairs_g, pairs_k, p):
-    """Record the filter line of hash ``h`` in the slot at ``base`` as pair ``p`` (the line's
-    address: the directory's records point at each filter in place, :data:`.layout.F_MAPPED`)
-    and prefetch it; False when the slot holds no loaded ``blocked`` filter (the key needs the
-    full lookup)."""
+def _below(w0, w1, k0, k1):
+    """Prefix words ``(w0, w1) < (k0, k1)``, branch-free."""
+    return (w0 < k0) | ((w0 == k0) & (w1 < k1))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _min_ok(meta, u64, bounds, base, data, a, n, k0, k1):
+    """The slot at ``base`` has ``min key <= key`` (``data[a:a+n]``, prefix words ``k0, k1``)."""
+    w0 = u64[base + S_MIN_W]
+    w1 = u64[base + S_MIN_W + 1]
+    if w0 == k0 and w1 == k1:
+        return _tail_cmp(data, a, n, bounds, meta[base + S_MIN_OFF], meta[base + S_MIN_LEN]) >= 0
+    return _below(w0, w1, k0, k1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _max_ok(meta, u64, bounds, base, data, a, n, k0, k1):
+    """The slot at ``base`` has ``key <= max key``."""
+    w0 = u64[base + S_MAX_W]
+    w1 = u64[base + S_MAX_W + 1]
+    if w0 == k0 and w1 == k1:
+        return _tail_cmp(data, a, n, bounds, meta[base + S_MAX_OFF], meta[base + S_MAX_LEN]) <= 0
+    return not _below(w0, w1, k0, k1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _line(meta, u64, base, h):
+    """``(address, k)`` of hash ``h``'s line in the ``blocked`` filter of the slot at ``base``
+    (the family's own :func:`line_word`; the filter read in place, :data:`.layout.F_MAPPED`),
+    the line prefetched; address 0 when the slot holds no loaded ``blocked`` filter."""
     rec = base + S_REC
     if meta[base + S_KIND] != FILTER or meta[rec + R_FAM] != F_BLOCKED + F_MAPPED:
-        return False
+        return np.int64(0), np.int64(0)
     a = meta[rec + R_OFF] + 4 * np.int64(line_word(h, u64[rec + R_P0]))
-    pairs_w[p] = a
-    pairs_g[p] = h >> np.uint64(32)
-    pairs_k[p] = meta[rec + R_P0 + 1]
     prefetch(u8_view(a, 64), 0)
-    return True
+    return a, meta[rec + R_P0 + 1]
 
 
 @njit(cache=True, nogil=True)
-def _stage(meta, u64, bounds, data, offsets, i, h, pairs_w, pairs_g, pairs_k, p):
-    """Pass 1 for key ``i``: its candidate tables' filter lines as pairs from ``p`` on (prefetched).
-    Returns the next free pair, or -1 when the key needs the full lookup."""
-    a = offsets[i]
-    n = offsets[i + 1] - a
-    k0, k1 = key_words(data, a, n)
-    for s in range(meta[N_L0]):
-        base = SLOTS + s * STRIDE
-        if _in_range(meta, u64, bounds, base, data, a, n, k0, k1):
-            if not _pair(meta, u64, base, h, pairs_w, pairs_g, pairs_k, p):
-                return -1
-            p += 1
-    for j in range(meta[NUM_LEVELS]):
-        s0 = meta[LEVEL_FIRST + 2 * j]
-        c = meta[LEVEL_COUNT + 2 * j]
-        if c == 0:
-            continue
-        cand = _first_not_below(meta, u64, bounds, data, a, n, k0, k1, SLOTS + s0 * STRIDE + S_MAX_W, STRIDE, c)
-        if cand >= c:
-            continue
-        base = SLOTS + (s0 + cand) * STRIDE
-        if _in_range(meta, u64, bounds, base, data, a, n, k0, k1):
-            if not _pair(meta, u64, base, h, pairs_w, pairs_g, pairs_k, p):
-                return -1
-            p += 1
-    return p
-
-
-@njit(cache=True, nogil=True)
-def lookup_batch(directory, data, offsets, snap, out):
-    """:func:`._get_kernels.lookup_many` of the keys ``data[offsets[i]:offsets[i+1]]`` from slot
-    0 (no seek charges), filter loads overlapped (see the module docstring). ``out``: int64
+def lookup_batch(directory, data, lens, snap, out):
+    """:func:`._get_kernels.lookup_many` of the keys laid end to end in ``data``, key ``i``
+    ``lens[i]`` bytes long (any integer dtype; ``data`` holds exactly their sum), from slot 0
+    (no seek charges), in steps over chunks of keys (see the module docstring). ``out``: int64
     ``(4, n)``, rows status, slot, value offset, value length. Returns the number of keys whose
     status is not ``MISSING``."""
+    m = lens.shape[0]
+    offsets = np.empty(m + 1, np.int64)
+    offsets[0] = 0
+    for i in range(m):
+        offsets[i + 1] = offsets[i] + np.int64(lens[i])
     meta = directory
     u64 = directory.view(np.uint64)
     w32 = directory.view(np.uint32)
     u16 = directory.view(np.uint16)
     bounds = directory.view(np.uint8)
-    m = offsets.shape[0] - 1
-    per = meta[N_L0] + meta[NUM_LEVELS]
-    cap = CHUNK * per
-    pairs_w = np.empty(cap, np.int64)
-    pairs_g = np.empty(cap, np.uint64)
-    pairs_k = np.empty(cap, np.int64)
-    first = np.empty(CHUNK + 1, np.int64)
-    hashes = np.empty(CHUNK, np.uint64)
+    n0 = meta[N_L0]
+    nlev = meta[NUM_LEVELS]
+    lines = np.empty((n0 + nlev, CHUNK), np.int64)  # per step and key: its filter line (0: not a candidate)
+    probes = np.empty((n0 + nlev, CHUNK), np.int64)  # and that filter's k
+    hs = np.empty(CHUNK, np.uint64)
+    kw0 = np.empty(CHUNK, np.uint64)
+    kw1 = np.empty(CHUNK, np.uint64)
+    lo = np.empty(CHUNK, np.int64)
+    full = np.empty(CHUNK, np.bool_)  # the key needs the full lookup
+    cands = np.empty(CHUNK, np.int64)  # its candidate filters
     found = 0
     for c0 in range(0, m, CHUNK):
-        c1 = min(m, c0 + CHUNK)
-        p = 0
-        for i in range(c0, c1):
-            a = offsets[i]
-            h = xxh3_64_bytes(data, a, offsets[i + 1] - a)
-            hashes[i - c0] = h
-            first[i - c0] = p
-            q = _stage(meta, u64, bounds, data, offsets, i, h, pairs_w, pairs_g, pairs_k, p)
-            if q < 0:
-                first[i - c0] = -1 - p  # full lookup; its pairs are dropped
-            else:
-                p = q
-        first[c1 - c0] = p
-        for i in range(c0, c1):
-            f = first[i - c0]
-            if f < 0:
+        cn = min(m, c0 + CHUNK) - c0
+        for i in range(cn):
+            a = offsets[c0 + i]
+            n = offsets[c0 + i + 1] - a
+            hs[i] = xxh3_64_bytes(data, a, n)
+            kw0[i], kw1[i] = key_words(data, a, n)
+            full[i] = False
+            cands[i] = 0
+        t = 0
+        for s in range(n0):
+            base = SLOTS + s * STRIDE
+            for i in range(cn):
+                a = offsets[c0 + i]
+                n = offsets[c0 + i + 1] - a
+                ln = np.int64(0)
+                if _min_ok(meta, u64, bounds, base, data, a, n, kw0[i], kw1[i]) and _max_ok(
+                        meta, u64, bounds, base, data, a, n, kw0[i], kw1[i]):
+                    ln, probes[t, i] = _line(meta, u64, base, hs[i])
+                    full[i] |= ln == 0  # no loaded blocked filter: the full lookup
+                    cands[i] += 1
+                lines[t, i] = ln
+            t += 1
+        for j in range(nlev):
+            s0 = meta[LEVEL_FIRST + 2 * j]
+            c = meta[LEVEL_COUNT + 2 * j]
+            if c == 0:
                 continue
-            e = first[i - c0 + 1]  # where the next key's pairs start (kept or dropped)
-            if e < 0:
-                e = -1 - e
-            ok = False
-            for t in range(f, e):
-                ok |= check_bits(u8_view(pairs_w[t], 64).view(np.uint32), 0, pairs_g[t], pairs_k[t])
-            if ok:
-                first[i - c0] = -1 - f
-            else:
+            fw = SLOTS + s0 * STRIDE + S_MAX_W  # the level's max keys' prefix words
+            for i in range(cn):
+                lo[i] = 0
+            w = c
+            while w > 1:  # lockstep: one round of every key's search per pass
+                half = w >> 1
+                for i in range(cn):
+                    e = fw + (lo[i] + half - 1) * STRIDE
+                    lo[i] += half if _below(u64[e], u64[e + 1], kw0[i], kw1[i]) else 0
+                w -= half
+            for i in range(cn):
+                k0 = kw0[i]
+                k1 = kw1[i]
+                e = fw + lo[i] * STRIDE
+                cand = lo[i] + 1 if _below(u64[e], u64[e + 1], k0, k1) else lo[i]
+                ln = np.int64(0)
+                if cand < c:
+                    a = offsets[c0 + i]
+                    n = offsets[c0 + i + 1] - a
+                    e = fw + cand * STRIDE
+                    if u64[e] == k0 and u64[e + 1] == k1:  # a tie on the prefix words: the exact search
+                        cand = _first_not_below(meta, u64, bounds, data, a, n, k0, k1, fw, STRIDE, c)
+                    base = SLOTS + (s0 + cand) * STRIDE
+                    if cand < c and _min_ok(meta, u64, bounds, base, data, a, n, k0, k1):
+                        ln, probes[t, i] = _line(meta, u64, base, hs[i])
+                        full[i] |= ln == 0
+                        cands[i] += 1
+                lines[t, i] = ln
+            t += 1
+        for u in range(t):  # the checks, in the order the lines were prefetched
+            for i in range(cn):
+                ln = lines[u, i]
+                if ln != 0 and not full[i]:
+                    full[i] = check_bits_inline(u32_view(ln, 16), 0, hs[i] >> np.uint64(32), probes[u, i])
+        for i in range(cn):
+            k = c0 + i
+            if not full[i]:
                 meta[C_LOOKUPS] += 1
-                meta[C_CHECKS] += e - f
-                meta[C_USEFUL] += e - f
-                out[0, i] = MISSING
-                out[1, i] = -1
-                out[2, i] = 0
-                out[3, i] = 0
-        for i in range(c0, c1):
-            if first[i - c0] >= 0:
+                meta[C_CHECKS] += cands[i]
+                meta[C_USEFUL] += cands[i]
+                out[0, k] = MISSING
+                out[1, k] = -1
+                out[2, k] = 0
+                out[3, k] = 0
                 continue
-            a = offsets[i]
-            n = offsets[i + 1] - a
-            st, s, vo, vl = _lookup(directory, u64, w32, u16, bounds, hashes[i - c0], data, a, n,
-                                    data[a : a + n], snap, 0, False)
-            out[0, i] = st
-            out[1, i] = s
-            out[2, i] = vo
-            out[3, i] = vl
+            a = offsets[k]
+            n = offsets[k + 1] - a
+            st, s, vo, vl = _lookup(directory, u64, w32, u16, bounds, hs[i], data, a, n, data[a : a + n], snap, 0, False)
+            out[0, k] = st
+            out[1, k] = s
+            out[2, k] = vo
+            out[3, k] = vl
             found += st != MISSING
     return found

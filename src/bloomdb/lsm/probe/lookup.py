@@ -42,17 +42,13 @@ def newest(directory, key: bytes):
     return newest(directory, key)
 
 
-def _offsets(keys: list[bytes]):
-    """int64 offsets (``len(keys) + 1``) of ``keys`` in their concatenation. Lengths under 256
-    go through one ``bytes(map(len, keys))`` (a C loop) instead of ``np.fromiter``."""
-    m = len(keys)
-    offsets = np.zeros(m + 1, np.int64)
+def _lengths(keys: list[bytes]):
+    """The lengths of ``keys`` as an array for :func:`._batch_kernels.lookup_batch`: uint8 through
+    one ``bytes(map(len, keys))`` (a C loop) when every key is under 256 bytes, else int64."""
     try:
-        lens = np.frombuffer(bytes(map(len, keys)), np.uint8)
+        return np.frombuffer(bytes(map(len, keys)), np.uint8)
     except ValueError:  # a key of 256 bytes or more
-        lens = np.fromiter(map(len, keys), np.int64, m)
-    np.cumsum(lens, out=offsets[1:])
-    return offsets
+        return np.fromiter(map(len, keys), np.int64, len(keys))
 
 
 class Reads:
@@ -166,7 +162,7 @@ class Reads:
         data = np.frombuffer(b"".join(keys) if joined is None else joined, np.uint8)
         res = np.empty((4, m), np.int64)
         p = ver._probe or ver.probe()
-        if not lookup_batch(p[0], data, _offsets(keys), snap, res):
+        if not lookup_batch(p[0], data, _lengths(keys), snap, res):
             return
         status, slots, voff, vlen = res
         hits = np.flatnonzero(status != G.MISSING)
