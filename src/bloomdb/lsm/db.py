@@ -232,8 +232,9 @@ class DB(WritePath, DictForms):
 
     # -- writing (put, delete, write, write_batch: :class:`.writer.WritePath`) ----------------
     def _make_room(self) -> None:
-        """Called with the lock held: switch to a fresh memtable when full, waiting for the
-        previous flush (and for L0 to drain below ``level0_stop``)."""
+        """Called with the lock held: switch to a fresh memtable when full -- past
+        :meth:`_room`'s limit while the previous one is being flushed, then waiting for that
+        flush (and for L0 to drain below ``level0_stop``)."""
         o = self.options
         while True:
             self._check_writable()
@@ -243,6 +244,8 @@ class DB(WritePath, DictForms):
                 if self._bg.thread is None:
                     self._flush_imm()
                     self._compact_inline()
+                elif self._mem.bytes < self._room():
+                    return  # the flush runs: write on into this memtable
                 else:
                     self._cond.wait()
                 continue
@@ -338,6 +341,7 @@ class DB(WritePath, DictForms):
             self._state = (self._mem, self._imm, new)
             if drop_imm and imm is not None:
                 self._fs.remove(self._file(f"{imm.log_number:06d}.log"))
+            self._regate()  # the memtable's limit follows the immutable one and L0 (:meth:`_room`)
             self._cond.notify_all()
         vs.remove_tables(deleted, old, new)
 

@@ -64,7 +64,10 @@ class Options:
     * ``block_size`` (4 KiB), ``restart_interval`` (16), ``memtable_bytes`` (4 MiB),
       ``table_bytes`` (target size of a compaction output, 2 MiB), ``level0_trigger`` (4 L0
       tables start an L0->L1 compaction), ``level0_stop`` (writers wait at this many L0 tables),
-      ``level1_bytes`` (10 MiB), ``level_ratio`` (10: Ln+1 may hold 10x Ln).
+      ``level1_bytes`` (10 MiB), ``level_ratio`` (10: Ln+1 may hold 10x Ln). While the
+      previous memtable is being flushed (background threads), the writer fills the current one
+      up to twice ``memtable_bytes`` before it waits for that flush: up to three memtables'
+      bytes in memory (``WritePath._room``).
     * ``max_flush_level`` (2, LevelDB's ``kMaxMemCompactLevel``): a flushed memtable whose keys
       overlap no table of L0 down to this level goes straight to the deepest such level (LevelDB's
       ``PickLevelForMemTableOutput``, :func:`.compaction.policy.flush_level`): a sequential

@@ -35,6 +35,7 @@ from . import batch as wb, opening, readonly, wal
 from .batch import BoundBatch, WriteBatch, key_bytes as _key, value_bytes as _value
 from .memtable import ENTRY_OVERHEAD
 
+OVERFLOW = 2  # a memtable may grow to this many times ``memtable_bytes`` while the previous one is flushed (:meth:`WritePath._room`)
 _BODIES = wal.BODIES
 _U32 = wal._U32
 
@@ -58,7 +59,8 @@ class _Gated:
 
 class WritePath:
     """Writes of :class:`~.db.DB` (see the module's docstring). Relies on the store's ``_lock``,
-    ``_mem``, ``_seq``, ``_log``, ``options``, ``read_only``, ``path`` and ``_make_room``."""
+    ``_mem``, ``_imm``, ``_bg``, ``_vs``, ``_seq``, ``_log``, ``options``, ``read_only``, ``path``
+    and ``_make_room``."""
 
     _bg_error = _Gated()  # an I/O failure stopped writes (reads keep working)
     _closing = _Gated()  # close() has begun
@@ -72,7 +74,21 @@ class WritePath:
         mem = getattr(self, "_mem", None)
         blocked = (self.read_only or self._bg_error is not None or self._closing or self._keep_old
                    or (mem is not None and mem.rdels))
-        self._mem_limit = 0 if blocked else self.options.memtable_bytes
+        self._mem_limit = 0 if blocked else self._room()
+
+    def _room(self) -> int:
+        """The memtable's size limit now (caller holds the lock): ``memtable_bytes``, or
+        ``OVERFLOW`` times that while the previous memtable is being flushed by the flush thread
+        and L0 is below ``level0_stop`` -- the writer goes on filling the memtable instead of
+        waiting for that flush (RocksDB's writer waits only when ``max_write_buffer_number``
+        memtables are full; LevelDB's waits at once). Memory: up to ``OVERFLOW + 1`` memtables'
+        bytes instead of 2. The put fast path's limit follows it (:meth:`_regate`, called again by each
+        switch and install)."""
+        o = self.options
+        if (getattr(self, "_imm", None) is not None and self._bg.thread is not None
+                and len(self._vs.current.levels[0]) < o.level0_stop):
+            return OVERFLOW * o.memtable_bytes
+        return o.memtable_bytes
 
     def _check_writable(self) -> None:
         if self._closed or self._closing:
