@@ -132,7 +132,7 @@ def test_batch_kernel_keys_that_tie_on_the_prefix_words(tmp_path):
     keys = [head + b"%05d" % i for i in range(0, 4000, 2)] + [b"k%d" % i for i in range(0, 400, 3)]
     keys += [b"z" * (i % 17) + b"\0" * (i % 3) for i in range(1, 60)]
     model = {}
-    with DB.open(tmp_path / "db", small_options(filter="blocked:10", background_compaction=False)) as db:
+    with DB.open(tmp_path / "db", small_options(filter="blocked:10", background_compaction=False, max_flush_level=0)) as db:
         for n, k in enumerate(keys):
             model[k] = v = b"v%d" % n
             db.put(k, v)
