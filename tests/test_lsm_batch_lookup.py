@@ -137,14 +137,14 @@ def test_batch_kernel_keys_that_tie_on_the_prefix_words(tmp_path):
             model[k] = v = b"v%d" % n
             db.put(k, v)
         db.compact_range()
-        for k in keys[::7]:  # L0 tables over the levels
-            model[k] = v = b"w" + k
-            db.put(k, v)
-        db.flush()
-        for k in keys[3::11]:
-            model.pop(k, None)
-            db.delete(k)
-        db.flush()
+        for r in range(3):  # overlapping tables over the levels (L0 from the second on)
+            for k in keys[r::7]:
+                model[k] = v = b"w%d" % r + k
+                db.put(k, v)
+            for k in keys[3 + r::11]:
+                model.pop(k, None)
+                db.delete(k)
+            db.flush()
         levels = db.stats()["tables_per_level"]
         assert levels[0] >= 1 and sum(levels[1:]) >= 8, levels
         qs = [head, head[:-1], head + b"\0", b"", b"\0", b"z" * 20] + [

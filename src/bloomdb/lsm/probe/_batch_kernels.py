@@ -37,56 +37,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..._intrinsics import prefetch, u8_view, u32_view
-from ...filters._blocked_kernels import check_bits_inline, line_word
+from ..._intrinsics import u32_view
+from ...filters._blocked_kernels import check_bits_inline
 from ...hashing._kernels import xxh3_64_bytes
-from ..sstable._block_kernels import _first_not_below, _tail_cmp, key_words
+from ..sstable._block_kernels import _first_not_below, key_words
 from ._get_kernels import MISSING, _lookup
-from .layout import (
-    C_CHECKS, C_LOOKUPS, C_USEFUL, F_BLOCKED, F_MAPPED, FILTER, LEVEL_COUNT, LEVEL_FIRST, N_L0, NUM_LEVELS, R_FAM,
-    R_OFF, R_P0, S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, SLOTS, STRIDE,
-)
+from ._probe_kernels import below, blocked_line, max_ok, min_ok
+from .layout import C_CHECKS, C_LOOKUPS, C_USEFUL, LEVEL_COUNT, LEVEL_FIRST, N_L0, NUM_LEVELS, S_MAX_W, SLOTS, STRIDE
 
 CHUNK = 64  #: keys per step: their filter lines (~4 per key) stay in L1 between the prefetch and the check
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _below(w0, w1, k0, k1):
-    """Prefix words ``(w0, w1) < (k0, k1)``, branch-free."""
-    return (w0 < k0) | ((w0 == k0) & (w1 < k1))
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _min_ok(meta, u64, bounds, base, data, a, n, k0, k1):
-    """The slot at ``base`` has ``min key <= key`` (``data[a:a+n]``, prefix words ``k0, k1``)."""
-    w0 = u64[base + S_MIN_W]
-    w1 = u64[base + S_MIN_W + 1]
-    if w0 == k0 and w1 == k1:
-        return _tail_cmp(data, a, n, bounds, meta[base + S_MIN_OFF], meta[base + S_MIN_LEN]) >= 0
-    return _below(w0, w1, k0, k1)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _max_ok(meta, u64, bounds, base, data, a, n, k0, k1):
-    """The slot at ``base`` has ``key <= max key``."""
-    w0 = u64[base + S_MAX_W]
-    w1 = u64[base + S_MAX_W + 1]
-    if w0 == k0 and w1 == k1:
-        return _tail_cmp(data, a, n, bounds, meta[base + S_MAX_OFF], meta[base + S_MAX_LEN]) <= 0
-    return not _below(w0, w1, k0, k1)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _line(meta, u64, base, h):
-    """``(address, k)`` of hash ``h``'s line in the ``blocked`` filter of the slot at ``base``
-    (the family's own :func:`line_word`; the filter read in place, :data:`.layout.F_MAPPED`),
-    the line prefetched; address 0 when the slot holds no loaded ``blocked`` filter."""
-    rec = base + S_REC
-    if meta[base + S_KIND] != FILTER or meta[rec + R_FAM] != F_BLOCKED + F_MAPPED:
-        return np.int64(0), np.int64(0)
-    a = meta[rec + R_OFF] + 4 * np.int64(line_word(h, u64[rec + R_P0]))
-    prefetch(u8_view(a, 64), 0)
-    return a, meta[rec + R_P0 + 1]
 
 
 @njit(cache=True, nogil=True)
@@ -133,9 +92,9 @@ def lookup_batch(directory, data, lens, snap, out):
                 a = offsets[c0 + i]
                 n = offsets[c0 + i + 1] - a
                 ln = np.int64(0)
-                if _min_ok(meta, u64, bounds, base, data, a, n, kw0[i], kw1[i]) and _max_ok(
+                if min_ok(meta, u64, bounds, base, data, a, n, kw0[i], kw1[i]) and max_ok(
                         meta, u64, bounds, base, data, a, n, kw0[i], kw1[i]):
-                    ln, probes[t, i] = _line(meta, u64, base, hs[i])
+                    ln, probes[t, i] = blocked_line(meta, u64, base, hs[i])
                     full[i] |= ln == 0  # no loaded blocked filter: the full lookup
                     cands[i] += 1
                 lines[t, i] = ln
@@ -153,13 +112,13 @@ def lookup_batch(directory, data, lens, snap, out):
                 half = w >> 1
                 for i in range(cn):
                     e = fw + (lo[i] + half - 1) * STRIDE
-                    lo[i] += half if _below(u64[e], u64[e + 1], kw0[i], kw1[i]) else 0
+                    lo[i] += half if below(u64[e], u64[e + 1], kw0[i], kw1[i]) else 0
                 w -= half
             for i in range(cn):
                 k0 = kw0[i]
                 k1 = kw1[i]
                 e = fw + lo[i] * STRIDE
-                cand = lo[i] + 1 if _below(u64[e], u64[e + 1], k0, k1) else lo[i]
+                cand = lo[i] + 1 if below(u64[e], u64[e + 1], k0, k1) else lo[i]
                 ln = np.int64(0)
                 if cand < c:
                     a = offsets[c0 + i]
@@ -168,8 +127,8 @@ def lookup_batch(directory, data, lens, snap, out):
                     if u64[e] == k0 and u64[e + 1] == k1:  # a tie on the prefix words: the exact search
                         cand = _first_not_below(meta, u64, bounds, data, a, n, k0, k1, fw, STRIDE, c)
                     base = SLOTS + (s0 + cand) * STRIDE
-                    if cand < c and _min_ok(meta, u64, bounds, base, data, a, n, k0, k1):
-                        ln, probes[t, i] = _line(meta, u64, base, hs[i])
+                    if cand < c and min_ok(meta, u64, bounds, base, data, a, n, k0, k1):
+                        ln, probes[t, i] = blocked_line(meta, u64, base, hs[i])
                         full[i] |= ln == 0
                         cands[i] += 1
                 lines[t, i] = ln

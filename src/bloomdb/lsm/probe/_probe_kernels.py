@@ -34,7 +34,7 @@ from .layout import (
     RSTRIDE, S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, S_SEEKS, S_TBUF, S_TFW,
     S_TLEN, SEEK_DUE, SLOTS, STRIDE, T_BYTES, T_FOFF, T_FSIZE, TSTRIDE,
 )
-from ..._intrinsics import fenced_load, i64_view, u8_view
+from ..._intrinsics import fenced_load, i64_view, prefetch, u8_view, u32_view
 
 _LEVELDB_SEED = 0xBC9F1D34  # leveldb.BLOOM_HASH_SEED (a kernel takes no globals from a module)
 
@@ -222,6 +222,117 @@ def _in_range(meta, u64, bounds, base, key, kstart, klen, k0, k1):
     if r == -2:
         r = _tail_cmp(key, kstart, klen, bounds, meta[base + S_MAX_OFF], meta[base + S_MAX_LEN])
     return r <= 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def below(w0, w1, k0, k1):
+    """Prefix words ``(w0, w1) < (k0, k1)``, branch-free."""
+    return (w0 < k0) | ((w0 == k0) & (w1 < k1))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def min_ok(meta, u64, bounds, base, key, kstart, klen, k0, k1):
+    """The slot at ``base`` has ``min key <= key`` (``key[kstart:kstart+klen]``, prefix words
+    ``k0, k1``): the words decide, the key's tail only on a tie (inlined: no call)."""
+    w0 = u64[base + S_MIN_W]
+    w1 = u64[base + S_MIN_W + 1]
+    if w0 == k0 and w1 == k1:
+        return _tail_cmp(key, kstart, klen, bounds, meta[base + S_MIN_OFF], meta[base + S_MIN_LEN]) >= 0
+    return below(w0, w1, k0, k1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def max_ok(meta, u64, bounds, base, key, kstart, klen, k0, k1):
+    """The slot at ``base`` has ``key <= max key``."""
+    w0 = u64[base + S_MAX_W]
+    w1 = u64[base + S_MAX_W + 1]
+    if w0 == k0 and w1 == k1:
+        return _tail_cmp(key, kstart, klen, bounds, meta[base + S_MAX_OFF], meta[base + S_MAX_LEN]) <= 0
+    return not below(w0, w1, k0, k1)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def blocked_line(meta, u64, base, h):
+    """``(address, k)`` of hash ``h``'s line in the ``blocked`` filter of the slot at ``base``
+    (the family's own :func:`~bloomdb.filters._blocked_kernels.line_word`; the filter read in
+    place, :data:`.layout.F_MAPPED`), the line prefetched; address 0 when the slot holds no
+    loaded ``blocked`` filter."""
+    rec = base + S_REC
+    if meta[base + S_KIND] != FILTER or meta[rec + R_FAM] != F_BLOCKED + F_MAPPED:
+        return np.int64(0), np.int64(0)
+    a = meta[rec + R_OFF] + 4 * np.int64(BLK.line_word(h, u64[rec + R_P0]))
+    prefetch(u8_view(a, 64), 0)
+    return a, meta[rec + R_P0 + 1]
+
+
+@njit(cache=True, nogil=True)
+def prescreen(meta, u64, bounds, h, key, kstart, klen):
+    """The filters of a lookup from slot 0, screened before :func:`_probe`: ``(rejected, stop,
+    first)``. ``stop`` -1: every table that may hold the key (by range: the ones :func:`_probe`
+    meets from slot 0, ``first`` the first of them, -1 if none) holds a loaded ``blocked``
+    filter that says "definitely not" -- the key is missing, ``rejected`` of them. Else
+    ``stop`` is the first of those tables whose filter says "may contain" or is not a loaded
+    ``blocked`` one (lazy, partitioned, another family, none), and ``rejected`` the number of
+    tables before it (all rejected): :func:`_probe` goes on from ``stop``. Pure (no counter, no
+    seek charge): the caller counts and charges what :func:`_probe` would have.
+
+    A missing key's probe without its dependent chains: the level searches are branch-free on
+    the prefix words (the exact search on a tie), the range checks and the family's own check
+    inlined, each candidate's line prefetched when found and every check made (no early exit
+    to mispredict), so the CPU overlaps one key's filter misses."""
+    k0, k1 = key_words(key, kstart, klen)
+    n0 = meta[N_L0]
+    nlev = meta[NUM_LEVELS]
+    cnt = 0
+    first = -1
+    stop = -1
+    before = 0
+    for s in range(n0 + nlev):
+        if s < n0:
+            base = SLOTS + s * STRIDE
+            if not (min_ok(meta, u64, bounds, base, key, kstart, klen, k0, k1)
+                    and max_ok(meta, u64, bounds, base, key, kstart, klen, k0, k1)):
+                continue
+            slot = s
+        else:
+            s0 = meta[LEVEL_FIRST + 2 * (s - n0)]
+            c = meta[LEVEL_COUNT + 2 * (s - n0)]
+            if c == 0:
+                continue
+            fw = SLOTS + s0 * STRIDE + S_MAX_W
+            lo = 0
+            w = c
+            while w > 1:
+                half = w >> 1
+                e = fw + (lo + half - 1) * STRIDE
+                lo += half if below(u64[e], u64[e + 1], k0, k1) else 0
+                w -= half
+            e = fw + lo * STRIDE
+            cand = lo + 1 if below(u64[e], u64[e + 1], k0, k1) else lo
+            if cand >= c:
+                continue
+            e = fw + cand * STRIDE
+            if u64[e] == k0 and u64[e + 1] == k1:  # a tie on the prefix words: the exact search
+                cand = _first_not_below(meta, u64, bounds, key, kstart, klen, k0, k1, fw, STRIDE, c)
+                if cand >= c:
+                    continue
+            slot = s0 + cand
+            base = SLOTS + slot * STRIDE
+            if not min_ok(meta, u64, bounds, base, key, kstart, klen, k0, k1):
+                continue
+        if first < 0:
+            first = slot
+        a, k = blocked_line(meta, u64, base, h)
+        if a == 0 or BLK.check_bits_inline(u32_view(a, 16), 0, h >> np.uint64(32), k):
+            if stop < 0:
+                stop = slot
+                before = cnt
+            if a == 0:
+                break
+        cnt += 1
+    if stop >= 0:
+        return before, stop, first
+    return cnt, -1, first
 
 
 @njit(cache=True, nogil=True)

@@ -1,0 +1,79 @@
+"""The filters-first screen of a lookup from slot 0 (:func:`bloomdb.lsm.probe._probe_kernels.prescreen`),
+pinned to an obvious model of the tables a key meets (L0 tables whose range holds it, newest
+first, then per level the one table whose range holds it) and to the probe loop it stands in
+front of (:func:`._probe_kernels.probe`: the first table whose filter may hold the key, and the
+checks it counted before it), on stores with L0 tables over several levels, keys that tie on
+their 16-byte prefix words, shorter keys, filters that say "may contain" often (``blocked:2``)
+and a family the screen does not read (``leveldb``: it stops at the first table)."""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+import pytest
+
+from bloomdb.hashing import xxh3_64
+from bloomdb.lsm import DB
+from bloomdb.lsm.probe import _probe_kernels as P
+from bloomdb.lsm.probe.layout import COUNTERS
+
+from lsm_helpers import small_options
+
+HEAD = b"sixteen-byte-hd!"
+
+
+def _keys() -> list[bytes]:
+    return [HEAD + b"%05d" % i for i in range(0, 3000, 2)] + [b"k%04d" % i for i in range(0, 900, 3)]
+
+
+def _met(ver, key: bytes) -> list[int]:
+    """The slots a lookup from slot 0 meets by range: L0 newest first, then one per level."""
+    out, s = [], 0
+    for level, refs in enumerate(ver.levels):
+        if level == 0:
+            out += [s + i for i, r in enumerate(refs) if r.info.min_key <= key <= r.info.max_key]
+        elif refs:
+            i = bisect.bisect_left([r.info.max_key for r in refs], key)
+            if i < len(refs) and refs[i].info.min_key <= key:
+                out.append(s + i)
+        s += len(refs)
+    return out
+
+
+@pytest.mark.parametrize("spec", ["blocked:10", "blocked:2", "leveldb:10"])
+def test_prescreen_meets_the_tables_the_probe_meets(tmp_path, spec):
+    keys = _keys()
+    with DB.open(tmp_path / "db", small_options(filter=spec, background_compaction=False)) as db:
+        for n, k in enumerate(keys):
+            db.put(k, b"v%d" % n)
+        db.compact_range()
+        for r in range(3):  # overlapping tables over the levels
+            for k in keys[r::5]:
+                db.put(k, b"w%d" % r)
+            db.flush()
+        assert db.stats()["tables_per_level"][0] >= 1
+        queries = [HEAD, HEAD[:-1], b"", b"zz"] + [q for k in keys for q in (k, k + b".", k[:-1], k + b"\0")]
+        db.multi_get(queries)  # every filter read by the lookups: the screen reads loaded ones only
+        ver = db._state[2]
+        d = ver.probe()[0]
+        u64, u8 = d.view(np.uint64), d.view(np.uint8)
+        blocked = spec.startswith("blocked")
+        stops = 0
+        for q in queries:
+            met = _met(ver, q)
+            done, stop, first = P.prescreen(d, u64, u8, np.uint64(xxh3_64(q)), q, 0, len(q))
+            assert first == (met[0] if met else -1), q
+            c0 = d[COUNTERS].copy()
+            s = P.probe(d, q, 0)  # the probe loop alone: counts its checks, charges nothing
+            useful = d[COUNTERS][1] - c0[1]
+            if not blocked:  # another family: the screen leaves every table to the probe
+                assert (done, stop) == ((0, met[0]) if met else (0, -1)), q
+                continue
+            if s == -1:
+                assert (done, stop) == (len(met), -1) and useful == len(met), q
+            else:
+                stops += 1
+                assert stop == (s if s >= 0 else -s - 2) and stop in met, q
+                assert done == met.index(stop) == useful, q
+        assert not blocked or stops > 0  # some filter said "may contain": the stop was tried
