@@ -142,6 +142,8 @@ class MemTable:
     def range_items(self, start: bytes | None, end: bytes | None, snap: int) -> list[tuple[bytes, int, bytes | None]]:
         """``(key, seq, value)`` of the newest version ``<= snap`` per key in ``[start, end)``, in order.
         Callers hold the store's lock (no concurrent writer)."""
+        if not self.latest:  # empty (after a flush, a reopen): every iterator's creation asks
+            return []
         self._merge_pending()
         it = self.keys.irange(start, end, inclusive=(True, False)) if (start is not None or end is not None) else iter(self.keys)
         out = []

@@ -212,9 +212,17 @@ def visible_rounds(sources, start, end, reverse: bool, snap: int, values: bool =
             yield _one_run(takes[0], reverse, values)  # nothing to merge or drop: no copy
             continue
         if hide is None and len(takes) <= MAX_GATHER_RUNS:
-            kd, ko, vd, vo, m = _gather_round(takes, snap, reverse, values)
+            # gathered ascending (stretches of a run copied whole), reversed as lists: a round's
+            # visible entries do not depend on the direction
+            kd, ko, vd, vo, m = _gather_round(takes, snap, False, values)
             if m:
-                yield _bytes_list(kd, ko, m), (_bytes_list(vd, vo, m) if values else None)
+                keys = _bytes_list(kd, ko, m)
+                vals = _bytes_list(vd, vo, m) if values else None
+                if reverse:
+                    keys.reverse()
+                    if vals is not None:
+                        vals.reverse()
+                yield keys, vals
             continue
         kd, ko, tr, vd, vo = concat_packed(takes)
         run_starts = np.cumsum([0] + [len(p[2]) for p in takes])
