@@ -8,15 +8,18 @@ entry beyond the bound can be missing from the round; versions of one key never 
 block or a table, so everything up to and including the bound key is complete. The round's
 entries are merged by key and the visible version per key is picked by one kernel
 (:func:`._scan_kernels.merge_gather`: newest sequence ``<= snap``; deletions drop the key), which
-writes the visible keys and values packed in scan order; they become Python bytes in two pyarrow
+writes the visible keys and values packed in key order; they become Python bytes in two pyarrow
 ``to_pylist`` C loops and are handed out through ``zip``/``itertools.chain`` (no Python frame
 per pair). A round with range tombstones (``hide``) or more than :data:`MAX_GATHER_RUNS` runs
 takes the older path: concatenate, :func:`._scan_kernels.merge_visible`, pick by index.
 
-Cost per entry (1M-key store, four sources, CPU time on a loaded 2-core machine,
-docs/benchmarks.md): decode ~57 ns, merge and gather ~49 ns, bytes objects ~59 ns, the caller's
-loop, ``zip`` and per-round Python ~100 ns; per round (about ``CHUNK_BLOCKS`` blocks of every
-source; 64 measured 10% faster than 32) a few kernel calls.
+Cost per entry (1M-key store, a memtable and three levels, thread CPU on a loaded 2-core
+machine, docs/benchmarks.md "scan by stretches"): blocks checked and decoded in one kernel call
+~33 ns (~53 ns on a block range's first read: its CRC32C and the map's page faults), merge and
+gather ~20 ns (:func:`._scan_kernels.merge_visible` merges by stretches), bytes objects ~35 ns,
+the caller's loop, ``zip`` and per-round Python ~90 ns; per round (about ``CHUNK_BLOCKS`` blocks of
+every source; 64 measured 10% faster than 32) a few kernel calls. A round of several runs is
+gathered in key order in both directions (a reverse scan reverses the round's two lists).
 """
 
 from __future__ import annotations
