@@ -95,7 +95,7 @@ def _kernel(*args):
     (:func:`.probe.fastcall.direct`: its 16 arguments' types are not resolved again on every
     seek, ~1.5 us). Every argument's type is fixed by construction: the plan's arrays (int64,
     int64, uint8, int64), ``keys`` read-only uint8 (``np.frombuffer`` of bytes), Python bools and
-    ints, and the memtable run's arrays (:func:`.scan.memtable_chunks`' dtypes, or
+    ints, and the memtable run's arrays (:meth:`.memtable.MemTable.range_packed`'s dtypes, or
     ``_NO_MEM``'s). ``CK.first_round`` is looked up on each call, so a wrapper put in its place
     (a test counting statuses) is called as it is."""
     global _entry

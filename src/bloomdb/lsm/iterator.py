@@ -81,8 +81,8 @@ class View:
 
     __slots__ = ("mem", "version", "snap", "hide", "prefix", "counted", "_tables")
 
-    def __init__(self, mem_items: list, version, snap: int, hide=None, prefix=None):
-        self.mem = [next(scan.memtable_chunks(items)) for items in mem_items if items]
+    def __init__(self, mem_runs: list, version, snap: int, hide=None, prefix=None):
+        self.mem = [p for p in mem_runs if p is not None]  # :meth:`.memtable.MemTable.range_packed`'s chunks
         self.version = version
         self.snap = snap
         self.hide = hide

@@ -39,6 +39,7 @@ under the GIL, and scans copy their range under the store's lock.
 from __future__ import annotations
 
 from itertools import islice, repeat
+from operator import is_not
 
 import numpy as np
 from sortedcontainers import SortedList
@@ -139,19 +140,56 @@ class MemTable:
         if n < len(self.latest):
             self.keys.update(islice(self.latest, n, None))
 
-    def range_items(self, start: bytes | None, end: bytes | None, snap: int) -> list[tuple[bytes, int, bytes | None]]:
-        """``(key, seq, value)`` of the newest version ``<= snap`` per key in ``[start, end)``, in order.
-        Callers hold the store's lock (no concurrent writer)."""
-        if not self.latest:  # empty (after a flush, a reopen): every iterator's creation asks
-            return []
+    def range_packed(self, start: bytes | None, end: bytes | None, snap: int):
+        """The newest version ``<= snap`` of each key in ``[start, end)``, in key order, packed as a
+        table chunk ``(kdata, koff, trailers, vdata, voff)`` (trailer ``seq << 8 | type``, type 0 a
+        deletion with an empty value; ``kdata``/``vdata`` writable copies), or None when no key of
+        the range is here. Callers hold the store's lock (no concurrent writer).
+
+        Cost: C-speed passes over the range's keys (the sorted keys listed, values and sequences
+        looked up by ``map``, two joins); no Python object is made per entry, so a scan of a large
+        memtable sets off no garbage-collector pass (a ``(key, seq, value)`` tuple per entry did:
+        ~40 young collections for 25K entries, promoted tuples that triggered a full pass whose
+        cost grows with the whole process's heap). Keys whose reported sequence is above ``snap``
+        (a snapshot older than their write) take :meth:`get` one by one."""
+        latest = self.latest
+        if not latest:  # empty (after a flush, a reopen): every iterator's creation asks
+            return None
         self._merge_pending()
-        it = self.keys.irange(start, end, inclusive=(True, False)) if (start is not None or end is not None) else iter(self.keys)
-        out = []
-        for k in it:
-            e = self.get(k, snap)
-            if e is not None:
-                out.append((k, e[0], e[1]))
-        return out
+        ks = self.keys
+        keys = list(ks.irange(start, end, inclusive=(True, False))) if (start is not None or end is not None) else list(ks)
+        n = len(keys)
+        if n == 0:
+            return None
+        vals = list(map(latest.get, keys))
+        if self.seqs:  # reported sequences (the module's docstring): recorded, else ``base``
+            seqs = np.fromiter(map(self.seqs.get, keys, repeat(self.base, n)), np.uint64, n)
+        else:
+            seqs = np.full(n, self.base, np.uint64)
+        if snap < self.base or (self.seqs and int(seqs.max()) > snap):  # versions a snapshot cannot see
+            keep = []
+            for i in np.flatnonzero(seqs > np.uint64(snap)).tolist():
+                e = self.get(keys[i], snap)
+                if e is None:
+                    keep.append(i)
+                else:
+                    seqs[i], vals[i] = e
+            if keep:
+                mask = np.ones(n, np.bool_)
+                mask[keep] = False
+                keys = [k for k, m in zip(keys, mask.tolist()) if m]
+                vals = [v for v, m in zip(vals, mask.tolist()) if m]
+                seqs = seqs[mask]
+                n = len(keys)
+                if n == 0:
+                    return None
+        live = np.fromiter(map(is_not, vals, repeat(None, n)), np.bool_, n)
+        if not live.all():  # deletions: type 0, empty value
+            vals = [b"" if v is None else v for v in vals]
+        trs = (seqs << np.uint64(8)) | live.astype(np.uint64)
+        kd, ko = pack_bytes(keys)
+        vd, vo = pack_bytes(vals)
+        return kd.copy(), ko, trs, vd.copy(), vo
 
     def sorted_entries(self):
         """Every version in table order: ``(key, seq, value)``, keys ascending, seq descending.

@@ -96,7 +96,7 @@ def view(state, lo, hi, snap: int, prefix=None) -> View:
     reads, tombstones included (``prefix``: see :class:`~.iterator.View`). The caller holds the
     store's lock (the memtables' sorted keys are read)."""
     mem, imm, ver = state
-    items = [mem.range_items(lo, hi, snap)] + ([imm.range_items(lo, hi, snap)] if imm is not None else [])
+    items = [mem.range_packed(lo, hi, snap)] + ([imm.range_packed(lo, hi, snap)] if imm is not None else [])
     rd = of_state(mem, imm, ver, snap)
     return View(items, ver, snap, None if rd is None else rd.hide, prefix)
 

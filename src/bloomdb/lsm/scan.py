@@ -32,7 +32,6 @@ import numpy as np
 import pyarrow as pa
 
 from . import _scan_kernels as SK
-from .sstable.builder import pack_bytes
 from .sstable.reader import concat_packed
 
 CHUNK_BLOCKS = 64
@@ -81,17 +80,6 @@ def _one_run(p, reverse: bool, values: bool):
 
 def _key_at(p, i: int) -> np.ndarray:
     return p[0][p[1][i] : p[1][i + 1]]
-
-
-def memtable_chunks(items) -> Iterator[tuple]:
-    """The ``(key, seq, value or None)`` list of :meth:`MemTable.range_items` as one packed chunk."""
-    if not items:
-        return
-    keys = [k for k, _, _ in items]
-    trs = np.array([(s << 8) | (v is not None) for _, s, v in items], np.uint64)
-    kd, ko = pack_bytes(keys)
-    vd, vo = pack_bytes([b"" if v is None else v for _, _, v in items])
-    yield kd.copy(), ko, trs, vd.copy(), vo  # writable: the kernels see one array type
 
 
 def table_chunks(tables, start, end, reverse: bool, first_blocks: int | None = None) -> Iterator[tuple]:
