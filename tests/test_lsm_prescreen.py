@@ -77,3 +77,76 @@ def test_prescreen_meets_the_tables_the_probe_meets(tmp_path, spec):
                 assert stop == (s if s >= 0 else -s - 2) and stop in met, q
                 assert done == met.index(stop) == useful, q
         assert not blocked or stops > 0  # some filter said "may contain": the stop was tried
+
+
+@pytest.mark.parametrize("spec", ["blocked:10", "blocked:2"])
+def test_a_lookup_answers_counts_and_charges_as_the_probe_loop_and_table_reads(tmp_path, spec):
+    """:func:`._get_kernels.lookup` reads the table the screen stopped at without probing it again
+    (its filter said "may contain"): pinned to the probe loop alone (:func:`._probe_kernels.probe`,
+    which counts checks and positives as a lookup does) followed by Python's read of each table it
+    lets through -- same answer and slot, same counters, and the first table met charged exactly
+    when a second one is met. ``blocked:2``: many false positives, so lookups go on past a read."""
+    from bloomdb.lsm.probe import _get_kernels as G
+    from bloomdb.lsm.probe.layout import C_BLOCKS, C_CHECKS, C_FOUND, C_LOOKUPS, C_POSITIVE, C_USEFUL
+    from bloomdb.lsm.rangedel import MAX_SEQ
+    from bloomdb.lsm.sstable import DELETED, MISSING
+
+    keys = _keys()
+    with DB.open(tmp_path / "db", small_options(filter=spec, background_compaction=False)) as db:
+        for n, k in enumerate(keys):
+            db.put(k, b"v%d" % n)
+        db.compact_range()
+        for r in range(3):
+            for k in keys[r::5]:
+                db.put(k, b"w%d" % r)
+            for k in keys[r + 1::11]:
+                db.delete(k)
+            db.flush()
+        queries = [HEAD, b"", b"zz"] + [q for k in keys for q in (k, k + b".", k[:-1])]
+        db.multi_get(queries)
+        for q in queries:  # every filter loaded and every block checked: the kernel answers alone
+            db.get(q)
+        ver = db._state[2]
+        d = ver.probe()[0]
+        budgets = [r.table.seek_budget for r in ver.slots]
+        kinds = {G.VALUE: 0, G.DELETED: 0, G.MISSING: 0}
+        for q in queries:
+            b0 = [int(b[0]) if b is not None and len(b) else None for b in budgets]
+            c0 = d.copy()
+            st, s, a, n = G.lookup(d, q, MAX_SEQ, 0)
+            st &= ~G.SEEK
+            got = d[:C_FOUND + 1] - c0[:C_FOUND + 1]
+            charged = [i for i, b in enumerate(budgets) if b0[i] is not None and int(b[0]) != b0[i]]
+            d[:] = c0  # the reference from the same state
+            want, start, blocks, meets = MISSING, 0, 0, []
+            while True:
+                c1 = d[COUNTERS].copy()
+                p = P.probe(d, q, start)
+                assert p >= -1, q  # no hand-over: every filter is loaded
+                if p == -1:
+                    break
+                blocks += 1
+                r = ver.slots[p].table.get(q, MAX_SEQ)
+                if r is not MISSING:
+                    want = r
+                    break
+                start = p + 1
+            probe_counts = d[:C_FOUND + 1] - c0[:C_FOUND + 1]
+            d[:] = c0
+            for w in (C_CHECKS, C_USEFUL, C_POSITIVE):
+                assert got[w] == probe_counts[w], (q, w)
+            assert got[C_LOOKUPS] == 1 and got[C_BLOCKS] == blocks, q
+            assert got[C_FOUND] == (want is not MISSING), q
+            if want is MISSING:
+                assert st == G.MISSING, q
+            elif want is DELETED:
+                assert (st, s) == (G.DELETED, p), q
+            else:
+                assert (st, s) == (G.VALUE, p) and ver.probe()[1][s][a : a + n] == want, q
+            kinds[st] += 1
+            met = _met(ver, q)
+            upto = met if want is MISSING else met[: met.index(p) + 1]
+            assert charged == (upto[:1] if len(upto) >= 2 else []), q
+            for i in charged:  # put the budget back: the next query starts from the same state
+                budgets[i][0] = b0[i]
+        assert all(kinds.values()), kinds

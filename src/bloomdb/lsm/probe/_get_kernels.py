@@ -32,7 +32,8 @@ from ..sstable._table_kernels import ST_UNCHECKED, table_get
 from ..sstable.block import RAW, TRAILER
 from ..._intrinsics import i64_view, u8_view
 from ._probe_kernels import _charge, _probe, prescreen
-from .layout import C_BLOCKS, C_CHECKS, C_FOUND, C_LOOKUPS, C_USEFUL, SEEK_DUE, S_TBUF, S_TCHK, S_TIDX, S_TIDXLEN, S_TLEN, SLOTS, STRIDE
+from .layout import (C_BLOCKS, C_CHECKS, C_FOUND, C_LOOKUPS, C_POSITIVE, C_USEFUL, F_BLOCKED, F_MAPPED, FILTER, R_FAM,
+                     S_KIND, S_REC, SEEK_DUE, S_TBUF, S_TCHK, S_TIDX, S_TIDXLEN, S_TLEN, SLOTS, STRIDE)
 
 MISSING, VALUE, DELETED, ASK, READ, CHECK = 0, 1, 2, 3, 4, 5
 
@@ -74,6 +75,7 @@ def _lookup(d, u64, w32, u16, u8, h, key, kstart, klen, kview, snap, start, char
     :data:`SEEK` to an answer (``MISSING``, ``VALUE``, ``DELETED``) for Python to act on."""
     s = start
     first = -1 if charge else -2
+    probed = False  # slot s was probed already: read it without :func:`_probe`
     if start == 0:
         d[C_LOOKUPS] += 1
         # the filters first (:func:`._probe_kernels.prescreen`); it counts nothing, so here
@@ -88,8 +90,20 @@ def _lookup(d, u64, w32, u16, u8, h, key, kstart, klen, kview, snap, start, char
             if charge and d[SEEK_DUE] != 0:
                 return MISSING | SEEK, -1, 0, 0
             return MISSING, -1, 0, 0
+        b = SLOTS + s * STRIDE
+        if d[b + S_KIND] == FILTER and d[b + S_REC + R_FAM] == F_BLOCKED + F_MAPPED:
+            # prescreen's own check of this loaded ``blocked`` filter said "may contain": what
+            # _probe from s would find again (range, level search, check), counted as it counts
+            d[C_CHECKS] += 1
+            d[C_POSITIVE] += 1
+            if first == -1:
+                first = s
+            probed = True
     while True:
-        s, first = _probe(d, u64, w32, u16, u8, h, key, kstart, klen, s, first)
+        if probed:
+            probed = False
+        else:
+            s, first = _probe(d, u64, w32, u16, u8, h, key, kstart, klen, s, first)
         if s == -1:
             if charge and d[SEEK_DUE] != 0:
                 return MISSING | SEEK, -1, 0, 0
