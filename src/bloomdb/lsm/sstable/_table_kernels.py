@@ -60,14 +60,12 @@ def _before(data, off, p0, p1, x, y):
 
 
 @njit(cache=True, nogil=True)
-def argsort_packed(data, off):
-    """Stable order of the packed byte strings ``data[off[i]:off[i+1]]`` (bytewise ascending).
-    Bottom-up merge sort on precomputed 16-byte big-endian prefixes (full compare only on
-    ties): O(n log n) word comparisons; runs already in order cost one comparison each."""
-    n = off.shape[0] - 1
-    p0 = _prefix_words(data, off, 0)
-    p1 = _prefix_words(data, off, 8)
-    a = np.arange(n)
+def _merge_order(data, off, p0, p1, a):
+    """The items ``a`` (indexes into the packed byte strings ``data[off[i]:off[i+1]]``, whose
+    prefix words are ``p0``/``p1``) in stable bytewise order: a bottom-up merge sort (full
+    compare only on equal words); O(k log k) word comparisons, runs already in order cost one
+    comparison each. ``a`` may be reused."""
+    n = a.shape[0]
     b = np.empty(n, np.int64)
     width = 1
     while width < n:
@@ -108,6 +106,96 @@ def argsort_packed(data, off):
             lo = hi
         a, b = b, a
         width *= 2
+    return a
+
+
+#: below this many items :func:`argsort_packed` merge-sorts (the radix passes' tables cost more)
+RADIX_MIN = 512
+
+
+@njit(cache=True, nogil=True)
+def _radix_order(p0, p1):
+    """Stable order of the pairs ``(p0[i], p1[i])`` ascending: an LSD radix sort by bytes, least
+    significant first, skipping every byte position where all items agree (db-bench's ``%016d``
+    keys differ in their last 6-7 bytes only). Cost: one counting pass over the 16 bytes, then
+    one scatter pass per varying byte."""
+    n = p0.shape[0]
+    counts = np.zeros((16, 256), np.int64)
+    for i in range(n):
+        x = p0[i]
+        y = p1[i]
+        for t in range(8):
+            sh = np.uint64(56 - 8 * t)
+            counts[t, (x >> sh) & np.uint64(0xFF)] += 1
+            counts[8 + t, (y >> sh) & np.uint64(0xFF)] += 1
+    a = np.arange(n)
+    w0 = p0.copy()
+    w1 = p1.copy()
+    b = np.empty(n, np.int64)
+    v0 = np.empty(n, np.uint64)
+    v1 = np.empty(n, np.uint64)
+    pos = np.empty(256, np.int64)
+    for t in range(15, -1, -1):
+        c = counts[t]
+        varies = True
+        for d in range(256):
+            if c[d] == n:
+                varies = False
+                break
+            if c[d] != 0:
+                break
+        if not varies:
+            continue
+        acc = 0
+        for d in range(256):
+            pos[d] = acc
+            acc += c[d]
+        sh = np.uint64(56 - 8 * (t & 7))
+        hi = t < 8
+        for i in range(n):
+            d = ((w0[i] if hi else w1[i]) >> sh) & np.uint64(0xFF)
+            q = pos[d]
+            pos[d] = q + 1
+            b[q] = a[i]
+            v0[q] = w0[i]
+            v1[q] = w1[i]
+        a, b = b, a
+        w0, v0 = v0, w0
+        w1, v1 = v1, w1
+    return a
+
+
+@njit(cache=True, nogil=True)
+def argsort_packed(data, off):
+    """Stable order of the packed byte strings ``data[off[i]:off[i+1]]`` (bytewise ascending).
+    Their 16-byte big-endian prefix words are sorted by :func:`_radix_order` (``RADIX_MIN``
+    items or more; else :func:`_merge_order`), then each group of equal words holding a key
+    longer than 16 bytes or keys of different lengths is merge-sorted by the full keys (equal
+    words and equal lengths up to 16 bytes: the same key, already in stable order). Cost: O(n)
+    per varying key byte: ~2 ms for 42K db-bench keys where the merge sort took ~5.4 ms."""
+    n = off.shape[0] - 1
+    p0 = _prefix_words(data, off, 0)
+    p1 = _prefix_words(data, off, 8)
+    if n < RADIX_MIN:
+        return _merge_order(data, off, p0, p1, np.arange(n))
+    a = _radix_order(p0, p1)
+    i = 0
+    while i < n:
+        x = a[i]
+        j = i + 1
+        while j < n and p0[a[j]] == p0[x] and p1[a[j]] == p1[x]:
+            j += 1
+        if j - i > 1:
+            lx = off[x + 1] - off[x]
+            tails = False
+            for t in range(i, j):
+                lt = off[a[t] + 1] - off[a[t]]
+                if lt > 16 or lt != lx:
+                    tails = True
+                    break
+            if tails:
+                a[i:j] = _merge_order(data, off, p0, p1, a[i:j].copy())
+        i = j
     return a
 
 
