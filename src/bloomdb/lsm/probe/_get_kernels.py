@@ -93,7 +93,9 @@ def _lookup(d, u64, w32, u16, u8, h, key, kstart, klen, kview, snap, start, char
         b = SLOTS + s * STRIDE
         if d[b + S_KIND] == FILTER and d[b + S_REC + R_FAM] == F_BLOCKED + F_MAPPED:
             # prescreen's own check of this loaded ``blocked`` filter said "may contain": what
-            # _probe from s would find again (range, level search, check), counted as it counts
+            # _probe from s would find again (range, level search, check), counted as it counts.
+            # (Loaded by another thread after the screen met it lazy: read without its check --
+            # a false positive at worst, the block gives the answer.)
             d[C_CHECKS] += 1
             d[C_POSITIVE] += 1
             if first == -1:
