@@ -36,7 +36,7 @@ def _slots(db):
 
 
 def test_the_directory_points_at_each_filter_inside_its_tables_mapped_file(tmp_path):
-    p, opts = _store(tmp_path)
+    p, opts = _store(tmp_path, filter_file=False)  # every table mapped at open (the filter file's copies: test_lsm_filter_file.py)
     with DB.open(p, opts) as db:
         assert all(db.get(k) == b"v" * 50 for k in KEYS[::7])
         assert all(db.get(k + b"x") is None for k in KEYS[::7])
@@ -217,7 +217,7 @@ def test_a_reopened_stores_tables_and_first_reads_leave_few_objects_for_the_garb
     import gc
 
     p = str(tmp_path / "db")
-    opts = small_options(background_compaction=False, memtable_bytes=1 << 15)
+    opts = small_options(background_compaction=False, memtable_bytes=1 << 15, filter_file=False)  # tables mapped at open
     keys = [b"key%06d" % i for i in range(6000)]
     with DB.open(p, opts) as db:
         for k in keys:
@@ -257,7 +257,7 @@ def test_the_lookup_kernel_reads_a_tables_filter_itself_with_the_familys_own_rec
     from bloomdb.checksum import HW_RANGES
     from bloomdb.lsm.probe import directory as D
 
-    p, opts = _store(tmp_path, filter=spec)
+    p, opts = _store(tmp_path, filter=spec, filter_file=False)  # from the tables' maps (the filter file's copies: test_lsm_filter_file.py)
     with DB.open(p, opts) as db:
         assert all(db.get(k) == b"v" * 50 for k in KEYS[::3])
         assert all(db.get(k + b"x") is None for k in KEYS[::3])

@@ -101,7 +101,7 @@ def test_snapshot_reads_see_the_versions_of_their_sequence_through_the_kernel(tm
 
 
 def test_the_kernel_hands_over_lazy_filters_and_unchecked_blocks_then_answers_alone(tmp_path):
-    o = small_options(background_compaction=False)
+    o = small_options(background_compaction=False, filter_file=False)  # every table opened (mapped) by the open
     keys = [b"key%05d" % i for i in range(2000)]
     with DB.open(tmp_path / "db", o) as db:
         for i, k in enumerate(keys):
@@ -204,7 +204,7 @@ def test_the_plain_get_entry_answers_like_lookup_and_refuses_wrong_types(tmp_pat
 
 
 def _one_table_store(path, keys):
-    o = small_options(background_compaction=False, memtable_bytes=1 << 20, table_bytes=1 << 20)
+    o = small_options(background_compaction=False, memtable_bytes=1 << 20, table_bytes=1 << 20, filter_file=False)
     with DB.open(path, o) as db:
         for i, k in enumerate(keys):
             db.put(k, b"value%d" % i)

@@ -153,7 +153,7 @@ class DB(WritePath, DictForms):
         self._reads = Reads()
         self._probe_base = np.zeros(layout.N_COUNTERS, np.int64)
         self._iterators: weakref.WeakSet = weakref.WeakSet()
-        self._vs = VersionSet(self._fs, path, self._cache)
+        self._vs = VersionSet(self._fs, path, self._cache, options.filter_file)
         self._bg = Background(self, options.background_compaction and not read_only)
         self._cond = self._bg.cond  # its notifies start the background threads when they have not started
         opening.open_store(self, read_only)  # recovery, or a read-only load; errors name the path
@@ -213,6 +213,8 @@ class DB(WritePath, DictForms):
             self._closed = True
             self._state = opening.Closed(self.path)  # every later read raises StoreClosed
             try:
+                if not self.read_only and self._bg_error is None:
+                    self._vs.save_filters()  # the next open reads no table file for a key its filter rejects
                 if self._log is not None:  # None: read-only
                     self._log.close()
             finally:

@@ -95,6 +95,14 @@ class Options:
       live table (62 for a 1M-key store, measured) whatever this says; the lookup kernel reads
       tables through their maps' addresses, so a map is never closed while its version lives. A
       store with more tables than the process may open files needs ``cache_bytes``.
+    * ``filter_file`` (``True``): ``close`` keeps a copy of every table's filter block in one file
+      of the store (``FILTERS``, :mod:`.filter_file`; written when the set of tables changed), so
+      the next open maps no table file: a table is opened on the first read its filter lets
+      through (a key every filter rejects opens none), as LevelDB's table cache opens a table on
+      its first read. A copy is used only while its table file is the one it was made from
+      (size, inode, modification time); else the table is opened at once. Default route only
+      (not with ``cache_bytes``, not read-only). ``False``: no filter file is written or read;
+      every table is opened (mapped, its index read) by ``DB.open``.
     * ``partitioned_filters``: instead of one filter per table, one per
       ``filter_partition_blocks`` (16) data blocks, each read on demand (and kept) by the first
       lookup that needs it, found through a small partition index -- for tables too big to keep
@@ -145,6 +153,7 @@ class Options:
     cache_bytes: int | None = None
     pin_top_level_filters: bool = True
     max_open_files: int = 1000
+    filter_file: bool = True
 
     def with_fields(self, fields: dict) -> "Options":
         """A copy with ``fields`` (name -> value) replaced (``self`` when empty); an unknown
@@ -182,7 +191,7 @@ class Options:
             raise InvalidArgument(f"Options.level_ratio must be a finite number > 1, got {r!r}")
         for name in ("optimize_filters_for_hits", "partitioned_filters", "paranoid_checks",
                      "create_if_missing", "error_if_exists", "background_compaction", "whole_key_filtering",
-                     "pin_top_level_filters"):
+                     "pin_top_level_filters", "filter_file"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidArgument(f"Options.{name} must be True or False, got {getattr(self, name)!r}")
         _check_compression(self.compression)

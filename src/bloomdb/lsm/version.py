@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass
 
 from .probe.directory import Directory
+from .probe.layout import S_TBUF, SLOTS, STRIDE
 from .probe.prefixes import PrefixFilters
 from .options import MAX_LEVELS
 
@@ -81,8 +82,32 @@ class Version:
         with self._lock:
             if self._probe is None:
                 self.directory = Directory(self.slots, self.levels)
-                self._probe = (self.directory.array, tuple(r.table.value_bytes for r in self.slots))
+                self._probe = (self.directory.array, [r.table.value_bytes for r in self.slots])
             return self._probe
+
+    def open_slot(self, s: int) -> bool:
+        """Open slot ``s``'s table if it is a table not opened yet (:mod:`.sstable.lazy`) and point
+        the directory at it (:meth:`wire`): True when the lookup kernel can read it now (a read
+        handed to Python for want of an address resumes the kernel at the slot), else False.
+        Raises CorruptionError naming the file when the table is damaged."""
+        t = self.slots[s].table
+        at = SLOTS + STRIDE * s + S_TBUF
+        if not getattr(t, "lazy", False) or self.directory.array[at] != 0:
+            return False  # a table the kernel reads already hands a read over for another reason
+        t.real()
+        self.wire(s)
+        return self.directory.array[at] != 0
+
+    def wire(self, s: int) -> None:
+        """Slot ``s``'s table was opened after this version's directory was built (a lazy table,
+        :mod:`.sstable.lazy`, opened by a read): its bytes go into the probe tuple first, then the
+        directory points the lookup kernel at its file (:meth:`.probe.directory.Directory.wire`)."""
+        p = self._probe
+        vb = self.slots[s].table.value_bytes
+        if p is None or vb is None or p[1][s] is vb:
+            return
+        p[1][s] = vb
+        self.directory.wire(s)
 
     def prefix_filters(self, name: str) -> PrefixFilters:
         """The tables' prefix filters for extractor ``name`` laid out for one kernel call

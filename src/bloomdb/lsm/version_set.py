@@ -34,6 +34,7 @@ import os
 import re
 
 from ..errors import CorruptionError
+from . import filter_file
 from . import manifest as mf
 from . import wal
 from .compaction.executor import table_path
@@ -59,7 +60,7 @@ class Edit:
 class VersionSet:
     """The current version of the store at ``path`` and everything that makes it durable."""
 
-    def __init__(self, fs, path: str, cache):
+    def __init__(self, fs, path: str, cache, use_filter_file: bool = True):
         self._fs = fs
         self.path = path
         self._cache = cache
@@ -72,6 +73,17 @@ class VersionSet:
         self._mf = None  # the manifest opened for appends (only after this process wrote it whole)
         self._mf_bytes = -1  # its size; -1: not written whole by this process (the next write replaces it)
         self._parts: dict = {}  # each table's encoded manifest part (:func:`.manifest.encode`'s cache)
+        #: the store keeps a filter file (:mod:`.filter_file`): tables whose filter it holds open lazily
+        self.filter_file_ok = use_filter_file and filter_file.usable(fs, cache)
+        #: the tables whose filters the filter file held (valid) at open; None until recovered
+        self.filters_known: frozenset | None = None
+
+    def save_filters(self) -> None:
+        """Write the filter file of the current version's tables if its set of tables changed
+        since the open (:func:`.filter_file.save`; a failed write leaves no file: it is a cache).
+        Nothing before :meth:`recover` ended (a refused or failed open writes nothing)."""
+        if self.filter_file_ok and self.filters_known is not None:
+            self.filters_known = filter_file.save(self._fs, self.path, self.current.all_refs(), self.filters_known)
 
     def release(self) -> None:
         """Forget every table (the store is closing): the current version becomes empty, so each
@@ -117,10 +129,16 @@ class VersionSet:
         self.log_number = state.log_number
         refs = []
         live = set()
+        side = filter_file.load(fs, self.path) if exists and self.filter_file_ok else None
+        lazy = set()
         for level, info in state.tables:
             p = table_path(self.path, info.number)
             try:  # no exists() first: one system call less per table (~3 us on this VM)
-                t = open_table(fs, p, info.number, self._cache, level)
+                t = None if side is None else side.table(fs, p, info.number, self._cache, info.file_size)
+                if t is None:
+                    t = open_table(fs, p, info.number, self._cache, level)
+                else:  # its filter is in the filter file: opened on the first read that needs more
+                    lazy.add(info.number)
             except FileNotFoundError:
                 raise CorruptionError(f"table {info.number:06d}.sst listed in the manifest is missing", mpath) from None
             if t.file_size != info.file_size:
@@ -131,6 +149,7 @@ class VersionSet:
         for r in refs:
             levels[r.level].append(r)
         self.current = Version(levels)
+        self.filters_known = frozenset(lazy)
         self.last_seq = max([state.last_seq] + [r.info.max_seq for r in refs])
         logs = []
         for name in fs.listdir(self.path):

@@ -32,7 +32,7 @@ from .layout import (
     F_PAIRED, F_REGISTER, F_RIBBON, F_SBBF, F_STANDARD, FILTER, LAZY, LEVEL_COUNT, LEVEL_FIRST, N_L0, NONE,
     F_MAPPED, NUM_LEVELS, OTHER, P_DAMAGED, P_LOADED, P_REC, P_STATE, PARTITIONED, PSTRIDE, R_FAM, R_LEN, R_OFF, R_P0,
     RSTRIDE, S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, S_SEEKS, S_TBUF, S_TFW,
-    S_TLEN, SEEK_DUE, SLOTS, STRIDE, T_BYTES, T_FOFF, T_FSIZE, TSTRIDE,
+    S_TLEN, SEEK_DUE, SLOTS, STRIDE, T_BYTES, T_FBUF, T_FBUFLEN, T_FOFF, T_FSIZE, TSTRIDE,
 )
 from ..._intrinsics import fenced_load, i64_view, prefetch, u8_view, u32_view
 
@@ -82,7 +82,8 @@ def _load_lazy(meta, base):
     """Read the filter of the ``LAZY`` slot at word ``base`` in the kernel: True when its record
     is in the slot now (kind ``FILTER``). The table's filter-load words (``S_TFW``) keep the
     record once made, so a table's filter block is checked once, whichever directory meets it
-    first; they are made here from the table's mapped file: the block's CRC32C
+    first; they are made here from the table's mapped file (or, for a table not opened yet, from
+    the block's copy in the store's filter file at ``T_FBUF``): the block's CRC32C
     (:func:`..sstable._open_kernels.block_ok`) and the envelope and family parameters read by
     the filter family's own kernel (:func:`bloomdb.filters._descriptor_kernels.read_descriptor`),
     the payload read in place (``F_MAPPED``). False: Python reads it (no words or no map, no CRC
@@ -97,10 +98,14 @@ def _load_lazy(meta, base):
         return False
     w = i64_view(a, TSTRIDE)
     if w[R_FAM] == 0:
-        addr = meta[base + S_TBUF]
+        addr = w[T_FBUF]  # a copy of the block in the store's filter file, or the table's own map
+        blen = w[T_FBUFLEN]
+        if addr == 0:
+            addr = meta[base + S_TBUF]
+            blen = meta[base + S_TLEN]
         if addr == 0:
             return False
-        buf = u8_view(addr, meta[base + S_TLEN])
+        buf = u8_view(addr, blen)
         off = w[T_FOFF]
         size = w[T_FSIZE]
         if not _filter_block_ok(buf, off, size):

@@ -165,7 +165,7 @@ def _make_words(t, pin, key):
         budget[0] = seeks.allowed_seeks(int(t.file_size))
         fw = w[_W_FILTER:] if _filter_words_due(t, pin) else None
         if fw is not None:
-            fw[L.T_FOFF], fw[L.T_FSIZE] = t.filter_block
+            _filter_source(t, fw)
         try:
             t.seek_budget = budget
             t.probe_filter_words = fw
@@ -193,10 +193,60 @@ def _make_words(t, pin, key):
 _NO_WORDS = np.zeros(0, np.int64)
 
 
+def _make_unopened_words(tables) -> None:
+    """The probe words of the tables of ``tables`` not opened yet and without words (tables with
+    no read state whose filter block has a copy in the store's filter file: ``filter_buffer``,
+    :mod:`bloomdb.lsm.sstable.lazy`), made together: one array for all of them, their addresses
+    and fields written by column, each table keeping its three views (:func:`_make_words` per
+    table: ~10 us a table on a reopened 5M-key store's first directory, ~300 tables)."""
+    todo = [t for t in tables if getattr(t, "filter_buffer", None) is not None and t.probe_slot_words is None
+            and t.seek_budget is None and t.probe_filter_words is None and t.lookup_arrays() is None]
+    if not todo:
+        return
+    with _MAKING:
+        todo = [t for t in todo if t.probe_slot_words is None and t.seek_budget is None and t.probe_filter_words is None]
+        k = len(todo)
+        if not k:
+            return
+        w = np.zeros((k, _WORDS), np.int64)
+        rows = w.ctypes.data + 8 * _WORDS * np.arange(k, dtype=np.int64)
+        w[:, _W_BUDGET] = [seeks.allowed_seeks(int(t.file_size)) for t in todo]
+        w[:, 5] = rows + 8 * _W_BUDGET  # S_SEEKS (the order of _READ_COLS); S_TBUF..S_TCHK stay 0: Python opens the table
+        kernel = HW_RANGES
+        if kernel:
+            w[:, 6] = rows + 8 * _W_FILTER  # S_TFW
+            fb = [t.filter_block for t in todo]
+            w[:, _W_FILTER + L.T_FOFF] = [b[0] for b in fb]
+            w[:, _W_FILTER + L.T_FSIZE] = [b[1] for b in fb]
+            addr = {}
+            for i, t in enumerate(todo):
+                buf = t.filter_buffer
+                a = addr.get(id(buf))
+                if a is None:
+                    a = addr[id(buf)] = (buf.ctypes.data, buf.shape[0])
+                w[i, _W_FILTER + L.T_FBUF], w[i, _W_FILTER + L.T_FBUFLEN] = a
+        for i, t in enumerate(todo):
+            t.seek_budget = w[i, _W_BUDGET:_W_FILTER]
+            t.probe_filter_words = w[i, _W_FILTER:] if kernel else None
+            t.probe_slot_words = w[i, :_W_BUDGET]
+
+
 def _filter_words_due(t, pin) -> bool:
-    """Whether the probe kernel can read table ``t``'s filter itself (mapped bytes, a filter
-    block, no partitions read already, the CRC instruction): else Python reads it."""
-    return pin is not None and HW_RANGES and bool(t.filter_bytes) and getattr(t, "partitions", None) is None
+    """Whether the probe kernel can read table ``t``'s filter itself (mapped bytes or a copy of
+    its filter block in the store's filter file, a filter block, no partitions read already, the
+    CRC instruction): else Python reads it."""
+    return ((pin is not None or getattr(t, "filter_buffer", None) is not None) and HW_RANGES and bool(t.filter_bytes)
+            and getattr(t, "partitions", None) is None)
+
+
+def _filter_source(t, fw) -> None:
+    """Where filter-load words ``fw`` find table ``t``'s filter block: its offset and size, and
+    the buffer holding it when that is not the table's mapped file (``T_FBUF``: a table not
+    opened yet reads the block's copy in the store's filter file, :mod:`bloomdb.lsm.filter_file`)."""
+    fw[L.T_FOFF], fw[L.T_FSIZE] = t.filter_block
+    fb = getattr(t, "filter_buffer", None)
+    if fb is not None:
+        fw[L.T_FBUF], fw[L.T_FBUFLEN] = fb.ctypes.data, fb.shape[0]
 
 
 def _filter_words(t, pin):
@@ -211,7 +261,7 @@ def _filter_words(t, pin):
     if not _filter_words_due(t, pin):
         return None
     fw = np.zeros(L.TSTRIDE, np.int64)
-    fw[L.T_FOFF], fw[L.T_FSIZE] = t.filter_block
+    _filter_source(t, fw)
     _keep(t, probe_filter_words=fw)
     return fw if getattr(t, "probe_filter_words", None) is fw else None
 
@@ -355,6 +405,7 @@ class Directory:
         U[:, L.S_MAX_W : L.S_MAX_W + 2] = _prefix_words_many([r.info.max_key for r in slots])
         S[:, L.S_MIN_OFF], S[:, L.S_MIN_LEN] = starts[at], lens[at]
         S[:, L.S_MAX_OFF], S[:, L.S_MAX_LEN] = starts[at + 1], lens[at + 1]
+        _make_unopened_words([r.table for r in slots])
         words = [_table_words(r.table, _read_state(r.table)) for r in slots]
         S[:, _READ_COLS] = [w[0] for w in words]
         filt = [i for i, p in enumerate(plans) if p[0] == L.FILTER]
@@ -380,6 +431,24 @@ class Directory:
                 d[pt + L.P_STATE] = state
                 pt += L.PSTRIDE
         S[:, L.S_KIND] = [p[0] for p in plans]
+
+    def wire(self, s: int) -> None:
+        """Point slot ``s`` at its table's opened file: a table opened after this directory was
+        built (a lazy table, :mod:`..sstable.lazy`, whose slot sends every read to Python until
+        then). Its read-state words are written before the file's address (``S_TBUF``, the word
+        the lookup kernel tests first), so a concurrent lookup reads all of them or none. Nothing
+        to do when the slot reads its table already or the table is not open."""
+        t = self.slots[s].table
+        pin = _read_state(t)
+        b = L.SLOTS + L.STRIDE * s
+        if pin is None or self.array[b + L.S_TBUF] != 0:
+            return
+        with self._lock:
+            d = self.array
+            if d[b + L.S_TBUF] == 0:
+                row, _ = _table_words(t, pin)
+                d[b + L.S_TLEN : b + L.S_TFW + 1] = row[1:]
+                d[b + L.S_TBUF] = row[0]
 
     def _put(self, d, r: int, rec) -> None:
         """Write filter record ``rec`` at word ``r`` of ``d`` with its array referenced in place

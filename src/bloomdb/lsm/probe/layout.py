@@ -102,10 +102,12 @@ STRIDE = S_REC + RSTRIDE
 # (:func:`._probe_kernels._load_lazy`; R_FAM, word 0, written last: nonzero once read), then
 # copies into every directory slot of the table -- so each table's filter block is read once,
 # whichever version's directory meets it first
-T_FOFF = RSTRIDE  # the filter block's offset in the file
+T_FOFF = RSTRIDE  # the filter block's offset in the file (or in the buffer at T_FBUF)
 T_FSIZE = RSTRIDE + 1  # its size (its trailer, type byte and CRC32C, follows)
-T_BYTES = RSTRIDE + 2  # the filter's payload bytes (set with the record): memory it holds
-TSTRIDE = RSTRIDE + 3
+T_FBUF = RSTRIDE + 2  # address of the buffer holding the block (0: the table's file, S_TBUF): a
+T_FBUFLEN = RSTRIDE + 3  # copy in the store's filter file (:mod:`bloomdb.lsm.filter_file`); its length
+T_BYTES = RSTRIDE + 4  # the filter's payload bytes (set with the record): memory it holds (the last word)
+TSTRIDE = RSTRIDE + 5
 
 # partition entry fields (PSTRIDE words per partition)
 P_LAST_W = 0  # two prefix words; the bound search reads offset and length right after them

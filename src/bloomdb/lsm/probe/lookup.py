@@ -24,7 +24,7 @@ import numpy as np
 
 from ..sstable import DELETED, MISSING
 from . import _get_kernels as G
-from ._get_kernels import ASK, CHECK, SEEK, VALUE
+from ._get_kernels import ASK, CHECK, READ, SEEK, VALUE
 from ._batch_kernels import lookup_batch
 from .fastcall import direct
 from .layout import SEEK_DUE
@@ -120,6 +120,11 @@ class Reads:
             if st == ASK and ver.directory.load(s):
                 nxt, r = s, MISSING  # the table's first lookup: its filter is in the directory now, the kernel checks it
                 self.lookups -= nxt == 0  # the kernel counts a call from slot 0 as a new key
+            elif st == READ and ver.open_slot(s):
+                nxt, r = s, MISSING  # a table opened by this read (not opened at open): the kernel reads it now
+                self.lookups -= nxt == 0
+                self.checks -= 1  # its filter, checked again by the kernel, counts once
+                self.positive -= 1
             elif st == ASK and not self._ask_many(ver, s, [key])[0]:
                 r = MISSING
             else:
@@ -147,7 +152,10 @@ class Reads:
 
     def read(self, ver, s: int, key: bytes, snap: int):
         """Read table slot ``s`` for ``key`` in Python (one data block): value, DELETED or MISSING."""
-        r = ver.slots[s].table.get(key, snap)
+        t = ver.slots[s].table
+        r = t.get(key, snap)
+        if getattr(t, "lazy", False):  # opened by this read: the kernel reads it itself from now on
+            ver.wire(s)
         self.blocks_read += 1
         if r is not MISSING:
             self.true_positive += 1
