@@ -99,3 +99,31 @@ def test_first_reads_check_crcs_and_damage_raises(tmp_path, monkeypatch):
         with pytest.raises(CorruptionError):  # the kernel hands the block back, check_block names it
             for p in {k[:4] for k in keys}:
                 list(itertools.islice(db.iterator(prefix=p), 2))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_unpack_format_cuts_the_round_as_its_offsets_say(seed):
+    """The kernel's ``struct`` format cuts ``out`` exactly as ``offs`` lays it out (keys, values,
+    the bound), for lengths across digit counts and empty ones."""
+    import struct
+
+    import numpy as np
+
+    rng = random.Random(seed)
+    m = rng.randrange(0, 20)
+    lens = [rng.choice([0, 1, 9, 10, 99, 100, 1000, 12345]) for _ in range(2 * m + 1)]
+    parts = [rng.randbytes(n) for n in lens]
+    offs = [0]
+    for p in parts[:m]:
+        offs.append(offs[-1] + len(p))
+    offs.append(offs[-1])  # the keys' end repeated: the values' first offset
+    for p in parts[m : 2 * m]:
+        offs.append(offs[-1] + len(p))
+    offs.append(offs[-1])
+    offs.append(offs[-1] + len(parts[-1]))
+    data = b"".join(parts)
+    out = np.zeros(len(data) + 1 + 20 * (2 * m + 1), np.uint8)
+    out[: len(data)] = np.frombuffer(data, np.uint8)
+    f = CK._unpack_format(out, len(data), np.array(offs, np.int64), m)
+    raw = out[:f].tobytes()
+    assert list(struct.unpack_from(raw[len(data) :], raw)) == parts

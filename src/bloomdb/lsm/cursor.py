@@ -6,8 +6,8 @@ filters asked in one call, then one :func:`._seek_kernels.seek_table` call per t
 call, several small numpy steps): ~26 us for a present prefix on a 1M-key store, most of it the
 Python between the kernels and the arrays each call returns. Here one call of
 :func:`._cursor_kernels.first_round` does all of it on a :class:`Plan` of the version (built once
-per version and prefix extractor) and returns the round's visible entries packed in one array;
-Python cuts at most ``LIMIT`` keys and values out of one ``bytes``.
+per version and prefix extractor) and returns the round's visible entries packed in one array
+and the ``struct`` format that cuts them: one ``struct.unpack_from`` makes the keys and values.
 
 Taken when the view has no range tombstones, at most one memtable holds entries of the range and
 the host runs the SSE4.2 CRC32C kernel (blocks read for the first time are checked in the call);
@@ -18,6 +18,8 @@ raises on damage) and the call is made again.
 """
 
 from __future__ import annotations
+
+from struct import unpack_from
 
 import numpy as np
 
@@ -122,7 +124,7 @@ def first_round(view, a, b, values: bool, limit: int):
     keys = np.frombuffer(b"".join((a, hb, prefix[1])) if prefix is not None else a + hb, np.uint8)
     mem = view.mem[0] if view.mem else _NO_MEM
     while True:
-        st, t, blk, checks, skips, out, offs, m, has_bound = _kernel(
+        st, t, blk, checks, skips, out, offs, m, has_bound, fmt = _kernel(
             pl.tab, pl.lv, pl.kb, pl.pbuf, prefix is not None, keys, len(a), len(hb), b is not None, view.snap,
             limit, *mem)
         if st != CK.CHECK:
@@ -139,9 +141,5 @@ def first_round(view, a, b, values: bool, limit: int):
     if m == 0 and not has_bound:  # nothing in range (an absent prefix)
         return [], ([] if values else None), None
     raw = out.tobytes()
-    o = offs.tolist()
-    cut = raw.__getitem__  # the bytes objects are made by C loops (map), no Python frame per entry
-    keys = list(map(cut, map(slice, o[:m], o[1 : m + 1])))
-    vals = list(map(cut, map(slice, o[m + 1 : 2 * m + 1], o[m + 2 : 2 * m + 2]))) if values else None
-    return keys, vals, (raw[o[2 * m + 2] : o[2 * m + 3]] if has_bound else None)
-
+    cut = unpack_from(raw[fmt:], raw)  # every bytes object made in C: m keys, m values, the bound
+    return list(cut[:m]), (list(cut[m : 2 * m]) if values else None), (cut[2 * m] if has_bound else None)
