@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..._intrinsics import copy_bytes, prefetch
+from ..._intrinsics import copy_bytes, load_u64, popcount64, prefetch, store_u64
 
 ST_MISSING = 0
 ST_VALUE = 1
@@ -264,6 +264,22 @@ def _put_varint(out, p, v):
     return p + 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _common_prefix(data, a, b, m):
+    """Length of the common prefix of ``data[a:a+m]`` and ``data[b:b+m]``: 8 bytes per step
+    (one unaligned load each, the first differing byte from the XOR's trailing zeros), then
+    byte by byte for the last < 8."""
+    k = 0
+    while k + 8 <= m:
+        x = load_u64(data, a + k) ^ load_u64(data, b + k)
+        if x != np.uint64(0):
+            return k + np.int64(popcount64((x & (np.uint64(0) - x)) - np.uint64(1)) >> np.uint64(3))
+        k += 8
+    while k < m and data[a + k] == data[b + k]:
+        k += 1
+    return k
+
+
 @njit(cache=True, nogil=True)
 def encode_blocks(kdata, koff, trailers, vdata, voff, vidx, block_size, restart_interval, gap):
     """Encode sorted entries into data blocks, each followed by ``gap`` bytes left for its trailer.
@@ -306,9 +322,7 @@ def encode_blocks(kdata, koff, trailers, vdata, voff, vidx, block_size, restart_
         else:  # shared prefix of the internal keys (user key, then the trailer's 8 bytes)
             ps = koff[i - 1]
             pk = ks - ps
-            m = min(pk, uk)
-            while shared < m and kdata[ps + shared] == kdata[ks + shared]:
-                shared += 1
+            shared = _common_prefix(kdata, ps, ks, min(pk, uk))
             if shared == uk and pk == uk:  # same user key: the trailers' bytes may share too
                 ptr = trailers[i - 1]
                 t = 0
@@ -325,12 +339,12 @@ def encode_blocks(kdata, koff, trailers, vdata, voff, vidx, block_size, restart_
         if shared < uk:
             copy_bytes(out, p, kdata, ks + shared, uk - shared)  # one memmove (a slice copies byte by byte)
             p += uk - shared
-            t0 = 0
+            store_u64(out, p, tr)  # the whole trailer, little-endian, in one store
+            p += 8
         else:
-            t0 = shared - uk
-        for t in range(t0, 8):
-            out[p] = np.uint8((tr >> np.uint64(8 * t)) & np.uint64(0xFF))
-            p += 1
+            for t in range(shared - uk, 8):
+                out[p] = np.uint8((tr >> np.uint64(8 * t)) & np.uint64(0xFF))
+                p += 1
         copy_bytes(out, p, vdata, vs, vlen)
         p += vlen
         count += 1
@@ -376,12 +390,7 @@ def first_of_key(kdata, koff):
         b = koff[i]
         lb = koff[i + 1] - b
         if la == lb:
-            same = True
-            for j in range(la):
-                if kdata[a + j] != kdata[b + j]:
-                    same = False
-                    break
-            out[i] = not same
+            out[i] = _common_prefix(kdata, a, b, la) != la
     return out
 
 
@@ -477,10 +486,7 @@ def decode_into(buf, offs, sizes, kdata, koff, trailers, vdata, voff, first):
             uk = klen - 8
             copy_bytes(kdata, kpos, scratch, 0, uk)
             kpos += uk
-            tr = np.uint64(0)
-            for t in range(8):
-                tr |= np.uint64(scratch[uk + t]) << np.uint64(8 * t)
-            trailers[i] = tr
+            trailers[i] = load_u64(scratch, uk)  # the 8 trailer bytes, little-endian (klen <= scratch size)
             copy_bytes(vdata, vpos, buf, p, vlen)  # in bounds: decoded_sizes checked p + vlen <= rpos
             vpos += vlen
             p += vlen
