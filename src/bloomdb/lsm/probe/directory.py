@@ -443,10 +443,16 @@ class Directory:
         b = L.SLOTS + L.STRIDE * s
         if pin is None or self.array[b + L.S_TBUF] != 0:
             return
+        budget, fw = t.seek_budget, t.probe_filter_words
+        if budget is not None and pin[0].dtype == np.uint8 and pin[1].dtype == np.int64 and pin[2].dtype == np.uint8:
+            row = np.empty(_W_BUDGET, np.int64)  # its words at once (what _make_words does for a table seen before)
+            _table_words_kernel(pin[0], pin[1], pin[2], budget, _NO_WORDS if fw is None else fw, row)
+            t.probe_slot_words, t.probe_slot_index = row, pin[1]  # the next directories take them as they are
+        else:
+            row, _ = _table_words(t, pin)
         with self._lock:
             d = self.array
             if d[b + L.S_TBUF] == 0:
-                row, _ = _table_words(t, pin)
                 d[b + L.S_TLEN : b + L.S_TFW + 1] = row[1:]
                 d[b + L.S_TBUF] = row[0]
 
