@@ -14,6 +14,7 @@ from lsm_helpers import small_options
 @pytest.mark.parametrize("chunk", [1, 3])
 def test_model_with_tiny_chunks(tmp_path, monkeypatch, chunk):
     monkeypatch.setattr(scan, "CHUNK_BLOCKS", chunk)
+    monkeypatch.setattr(scan, "CURSOR_CHUNK_BLOCKS", chunk)
     problems: list[str] = []
     bad = stress.model_check(str(tmp_path / "db"), 6000, 20 + chunk, report=problems.append,
                              options=small_options(background_compaction=False))
@@ -24,6 +25,7 @@ def test_overlapping_levels_versions_and_deletes(tmp_path, monkeypatch):
     """Keys rewritten and deleted across memtable, L0 and deeper levels; every range, both
     directions, at a snapshot and now."""
     monkeypatch.setattr(scan, "CHUNK_BLOCKS", 1)
+    monkeypatch.setattr(scan, "CURSOR_CHUNK_BLOCKS", 1)
     model: dict[bytes, bytes] = {}
     with DB.open(str(tmp_path / "db"), small_options(background_compaction=False)) as db:
         for rnd in range(6):
@@ -285,3 +287,24 @@ def test_scans_run_few_compiled_merge_variants(tmp_path, monkeypatch):
                                                                        if b"k0100" <= kv[0] < b"k0200"]
         assert db.stats()["tables_per_level"][0] >= 9
     assert sizes and sizes <= set(scan.GATHER_SIZES), sizes
+
+
+def test_cursor_rounds_grow_to_their_own_cap(monkeypatch):
+    """A stepped cursor's chunks double from ``first_blocks`` up to ``CURSOR_CHUNK_BLOCKS``; a
+    scan's (``first_blocks=None``) are ``CHUNK_BLOCKS`` from the start; either way every block
+    is read once, in order."""
+    monkeypatch.setattr(scan, "CHUNK_BLOCKS", 8)
+    monkeypatch.setattr(scan, "CURSOR_CHUNK_BLOCKS", 4)
+
+    class T:
+        def num_blocks(self):
+            return 20
+
+        def decode_arrays(self, i, j):
+            return (i, j)
+
+    assert list(scan.table_chunks([T()], None, None, False, 1)) == [(0, 0), (1, 2), (3, 6), (7, 10), (11, 14),
+                                                                     (15, 18), (19, 19)]
+    assert list(scan.table_chunks([T()], None, None, False)) == [(0, 7), (8, 15), (16, 19)]
+    assert list(scan.table_chunks([T()], None, None, True, 1)) == [(19, 19), (17, 18), (13, 16), (9, 12), (5, 8),
+                                                                    (1, 4), (0, 0)]

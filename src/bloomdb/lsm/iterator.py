@@ -27,7 +27,8 @@ consecutive visible entries (at most about ``WINDOW`` beyond the round being rea
 beyond the window's edge reads the next round in that direction (a new merge from the window's
 edge key when the direction changes). Cost: a ``next()``/``prev()`` inside the window is a few
 Python operations; a seek decodes one data block per source, the later rounds twice as many
-blocks each up to :data:`.scan.CHUNK_BLOCKS`. Keys-only iteration (``include_value=False``)
+blocks each up to :data:`.scan.CURSOR_CHUNK_BLOCKS` (a drain's, :meth:`DB.scan`'s, rounds
+:data:`.scan.CHUNK_BLOCKS` from the start). Keys-only iteration (``include_value=False``)
 makes no value object.
 """
 
