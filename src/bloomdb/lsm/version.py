@@ -12,7 +12,6 @@ import threading
 from dataclasses import dataclass
 
 from .probe.directory import Directory
-from .probe.layout import S_TBUF, SLOTS, STRIDE
 from .probe.prefixes import PrefixFilters
 from .options import MAX_LEVELS
 
@@ -91,12 +90,11 @@ class Version:
         handed to Python for want of an address resumes the kernel at the slot), else False.
         Raises CorruptionError naming the file when the table is damaged."""
         t = self.slots[s].table
-        at = SLOTS + STRIDE * s + S_TBUF
-        if not getattr(t, "lazy", False) or self.directory.array[at] != 0:
+        if not getattr(t, "lazy", False) or self.directory.wired(s):
             return False  # a table the kernel reads already hands a read over for another reason
         t.real()
         self.wire(s)
-        return self.directory.array[at] != 0
+        return self.directory.wired(s)
 
     def wire(self, s: int) -> None:
         """Slot ``s``'s table was opened after this version's directory was built (a lazy table,

@@ -432,6 +432,11 @@ class Directory:
                 pt += L.PSTRIDE
         S[:, L.S_KIND] = [p[0] for p in plans]
 
+    def wired(self, s: int) -> bool:
+        """Whether the lookup kernel reads slot ``s``'s table file itself (its address is in the
+        slot); False for a table not opened yet or read through Python. One array read."""
+        return self.array[L.SLOTS + L.STRIDE * s + L.S_TBUF] != 0
+
     def wire(self, s: int) -> None:
         """Point slot ``s`` at its table's opened file: a table opened after this directory was
         built (a lazy table, :mod:`..sstable.lazy`, whose slot sends every read to Python until
