@@ -175,3 +175,35 @@ def test_subclassed_file_systems_keep_their_own_log_files(tmp_path):
     with DB.open(tmp_path / "s", _opts(fs=Counting(fsync=False))) as db:
         assert not isinstance(db._log._f, logfile.MappedLogFile)
         db.put(b"k", b"v")
+
+
+def test_reserve_allocates_and_zeroes_past_the_end_even_through_short_pwrites(tmp_path, monkeypatch):
+    name = str(tmp_path / "f")
+    with open(name, "wb") as f:
+        f.write(b"x" * 100)
+    real = os.pwrite
+    calls = []
+
+    def short(fd, data, off):  # a file system that writes at most 4 KiB per call
+        calls.append(off)
+        return real(fd, bytes(data[:4096]), off)
+
+    monkeypatch.setattr(logfile.os, "pwrite", short)
+    fd = os.open(name, os.O_RDWR)
+    try:
+        logfile.reserve(fd, 100, 100 + 3 * 4096 + 5)
+    finally:
+        os.close(fd)
+    with open(name, "rb") as f:
+        data = f.read()
+    assert data[:100] == b"x" * 100 and data[100:] == bytes(3 * 4096 + 5) and len(calls) == 4
+
+
+def test_reserve_raises_when_pwrite_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(logfile.os, "pwrite", lambda fd, data, off: 0)
+    fd = os.open(str(tmp_path / "f"), os.O_RDWR | os.O_CREAT)
+    try:
+        with pytest.raises(OSError):
+            logfile.reserve(fd, 0, 4096)
+    finally:
+        os.close(fd)
