@@ -17,6 +17,7 @@ import numpy as np
 from numba import njit
 
 from .._checksum_kernels import crc32c_range
+from .._intrinsics import copy_bytes
 
 TYPE_VALUE = 1  # wal.TYPE_VALUE
 HEAD = 8  # u32 crc, u32 n
@@ -63,3 +64,26 @@ def single_puts(buf, start, out):
         n += 1
         pos = body_end
     return n, pos
+
+
+
+@njit(cache=True, nogil=True)
+def gather_fields(buf, rows, col, width, dst):
+    """Copy field ``col`` of each record row (``rows[i, col]``: its offset in ``buf``,
+    ``rows[i, col + 1]``: its length, at most ``width``) to ``dst[i * width:]`` (uint8, ``n *
+    width`` long), zero padded: a fixed-width byte-string array whose ``tolist()`` makes every
+    field a ``bytes`` in one C loop. numpy drops trailing zero bytes, so a field that itself ends
+    with a zero byte does not come back whole: returns how many non-empty fields do (the caller
+    slices those). Cost: one ``memmove`` per field plus its padding."""
+    n = dst.shape[0] // width
+    zeros = 0
+    for i in range(n):
+        a = rows[i, col]
+        ln = rows[i, col + 1]
+        o = i * width
+        copy_bytes(dst, o, buf, a, ln)
+        for j in range(o + ln, o + width):
+            dst[j] = 0
+        if ln > 0 and buf[a + ln - 1] == 0:
+            zeros += 1
+    return zeros

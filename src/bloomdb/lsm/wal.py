@@ -152,6 +152,10 @@ def read_log(data, path: str, paranoid: bool = True, damage: list | None = None,
     Cost: one CRC32C pass over the log; after a damaged record, one scan of the rest of the file
     for an intact record (that is what tells mid-log corruption from a torn tail).
     """
+    if start >= len(data) or _zeros_from(data, start):  # nothing but the reserved zeros left (what a log
+        if ends is not None:  # whose records the replay kernel took holds): a clean end, and no copy of
+            ends.append(start)  # the whole log below
+        return
     data = bytes(data)
     pos = start
     end = len(data)
