@@ -10,9 +10,9 @@ Space is reserved ahead in chunks with ``posix_fallocate`` before it is mapped, 
 an ``OSError`` (ENOSPC) at the reservation, never a ``SIGBUS`` on a write into the mapping; the
 reserved chunk is then written with zeros (``pwrite``, :func:`reserve`), which puts its pages in
 the page cache with their blocks allocated: a first write into a page of the mapping is then a
-minor fault. Into a page that is only ``fallocate``\ d, the write fault allocates and zeroes the
-page and converts the extent (ext4) *while holding the GIL*: a 125 KB batch record cost ~137 us
-of faults against ~12 us of copy (~1.1 us per KB of log, every put and batch paid it); the
+minor fault. Into a page only reserved by ``fallocate``, the write fault allocates and zeroes
+the page and converts the extent (ext4) *while holding the GIL*: a 125 KB batch record cost ~137
+us of faults against ~12 us of copy (~1.1 us per KB of log, every put and batch paid it); the
 ``pwrite`` of the zeros costs ~26 us per 125 KB and releases the GIL. The
 reserved tail stays zero bytes, which :func:`.wal.read_log` reads as the log's end (no record
 starts with zeros: its length field is at least 12). The file is never cut back, not even at
