@@ -16,8 +16,12 @@ kept keys are gathered; the values are not (the builder reads each where decodin
 inputs take two kernel calls whatever their number (decode; merge, gather and split): each
 return to Python from this background thread may wait up to the interpreter's switch interval
 for the GIL behind a busy writer, and it was four calls per input table and five more. The
-output tables' files are written, fsynced and renamed in a file writer thread while the next
-output is laid out (:class:`OutputFiles`): a compaction no longer waits for each fsync in turn.
+output tables' files are written, fsynced and renamed by ``FILE_WRITERS`` file writer threads
+while the next outputs are laid out (:class:`OutputFiles`): a compaction no longer waits for each
+fsync in turn, and the fsyncs of several outputs overlap -- each one's wait, and each writer
+thread's wait for the GIL after its system calls, which behind a busy writer took up to a switch
+interval each (one file writer thread: ~7 ms per 2 MiB table in a 1M fillbatch, the compaction
+thread waiting ~1 s of its ~3 s for it; docs/benchmarks.md, "the WAL's page faults").
 """
 
 from __future__ import annotations
@@ -74,22 +78,24 @@ def encode_table(ctx, number: int, arrays, level: int, last_level: bool, range_d
     return info, finish
 
 
-_POOLS: dict = {}  # the process-wide one-thread pools by name, made on first use (:func:`_pool`)
+#: threads writing compaction outputs (:func:`_file_writer`): their fsyncs overlap (ext4 commits them together)
+FILE_WRITERS = 3
+_POOLS: dict = {}  # the process-wide pools by name, made on first use (:func:`_pool`)
 _POOLS_LOCK = threading.Lock()
 
 
-def _pool(name: str) -> ThreadPoolExecutor:
-    """The process-wide one-thread pool ``name`` (FIFO), made on first use."""
+def _pool(name: str, workers: int = 1) -> ThreadPoolExecutor:
+    """The process-wide pool ``name`` of ``workers`` threads (one: FIFO), made on first use."""
     with _POOLS_LOCK:
         p = _POOLS.get(name)
         if p is None:
-            p = _POOLS[name] = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+            p = _POOLS[name] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
         return p
 
 
 def _file_writer() -> ThreadPoolExecutor:
-    """One process-wide thread that writes, fsyncs and renames compaction outputs (FIFO)."""
-    return _pool("bloomdb-lsm-files")
+    """The process-wide ``FILE_WRITERS`` threads that write, fsync and rename compaction outputs."""
+    return _pool("bloomdb-lsm-files", FILE_WRITERS)
 
 
 def _forget_file_writer_in_child() -> None:
@@ -117,13 +123,14 @@ def release_later(holder: list):
 
 class OutputFiles:
     """A compaction's output tables written beside the build of the next one: table ``k``'s file
-    write, fsync (~3-12 ms of waiting on this disk), rename and open run in the file writer thread
-    while the compaction thread lays out table ``k + 1``. At most ``depth`` tables are waiting
-    (their bytes held in memory). :meth:`results` waits for every table, in order, and raises the
+    write, fsync (~3-12 ms of waiting on this disk), rename and open run in a file writer thread
+    while the compaction thread lays out table ``k + 1`` (and the other file writer threads write
+    tables ``k - 1``, ...). At most ``depth`` tables are waiting (their bytes held in memory: by
+    default one more than there are file writer threads). :meth:`results` waits for every table, in order, and raises the
     first failure (a failed fsync, an injected fault) -- the edit is installed only after it, so
     every table the manifest names is durable, as before."""
 
-    def __init__(self, depth: int = 2):
+    def __init__(self, depth: int = FILE_WRITERS + 1):
         self.depth = max(1, depth)
         self.pending: list = []
 
