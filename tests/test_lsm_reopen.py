@@ -91,13 +91,54 @@ def test_a_big_log_is_flushed_at_reopen_not_appended_to(tmp_path, inline):
             db.put(b"k%05d" % i, b"v" * 60)
         log = db._log.path
     with DB.open(p, o) as db:
-        assert db._log.path != log
         assert db.get(b"k01999") == b"v" * 60  # served at once, before or after the flush
         db.wait_for_compactions()
+        assert db._log.path != log  # switched out (by the flush thread when there is one)
         assert not os.path.exists(log) and sum(db.stats()["tables_per_level"]) >= 1
         db.put(b"after", b"1")
     with DB.open(p, o) as db:
         assert db.get(b"after") == b"1" and db.get(b"k00000") == b"v" * 60
+
+
+def test_a_big_log_is_switched_out_by_the_flush_thread_not_by_the_open(tmp_path, monkeypatch):
+    """The open of a store whose log holds many writes syncs and writes nothing: the flush
+    thread switches that memtable out (a new log, one manifest write) and flushes it. Until it
+    does, writes are appended to the replayed log, and a crash image taken then (the folder
+    copied while the store is open, its threads held back) reopens with every write."""
+    import shutil
+
+    from bloomdb.lsm.background import Background
+
+    p = tmp_path / "db"
+    with DB.open(p, Options(memtable_bytes=4 << 20)) as db:
+        for i in range(2000):
+            db.put(b"k%05d" % i, b"v" * 60)
+        log = db._log.path
+    before = _files(p)
+    start = Background.ensure_started
+    gate = threading.Event()
+    monkeypatch.setattr(Background, "ensure_started", lambda self: start(self) if gate.is_set() else None)
+    calls = _count_fsyncs(monkeypatch)
+    db = DB.open(p, Options(memtable_bytes=1 << 20))  # ~230 KB of writes: big (> 1/16) but not full
+    try:
+        assert calls == [] and _files(p) == before  # no new log, no table, no manifest at open
+        assert db._switch_due is db._mem and db._imm is None
+        db.put(b"after-open", b"1", sync=True)  # into the replayed log
+        assert db._log.path == log
+        shutil.copytree(p, tmp_path / "image", ignore=shutil.ignore_patterns("LOCK"))
+        gate.set()
+        db.wait_for_compactions()  # starts the threads: the switch, then the flush
+        assert db._log.path != log and not os.path.exists(log)
+        assert sum(db.stats()["tables_per_level"]) >= 1 and len(db._mem) == 0 and db._switch_due is None
+        db.put(b"after-switch", b"2")
+    finally:
+        gate.set()
+        db.close()
+    monkeypatch.undo()
+    for folder, want in ((p, [b"1", b"2"]), (tmp_path / "image", [b"1", None])):
+        with DB.open(folder) as db:
+            assert [db.get(b"after-open"), db.get(b"after-switch")] == want
+            assert all(db.get(b"k%05d" % i) == b"v" * 60 for i in range(0, 2000, 7))
 
 
 def test_plain_append_logs_are_resumed_too(tmp_path):

@@ -100,7 +100,7 @@ class Background:
             self.compact_inline()
             return
         with self.db._lock:
-            if self.db._imm is not None or self.pick() is not None:
+            if self.db._imm is not None or self.db._switch_due is not None or self.pick() is not None:
                 self.db._cond.notify_all()
 
     def ensure_started(self) -> None:
@@ -220,8 +220,15 @@ class Background:
         db = self.db
         while True:
             with db._lock:
-                while not db._closing and db._bg_error is None and db._imm is None:
+                while not db._closing and db._bg_error is None and db._imm is None and db._switch_due is None:
                     db._cond.wait()
+                if db._bg_error is None and db._imm is None and db._switch_due is not None:
+                    # a reopen's big memtable (:func:`.recovery._resume`): switched out here, then
+                    # flushed -- at close too, as the immutable memtable it stands for would be
+                    due, db._switch_due = db._switch_due, None
+                    if due is db._mem and not self._guard(db._switch_memtable):
+                        return
+                    continue
                 if db._bg_error is not None or db._imm is None:  # an error, or closing with nothing to flush
                     db._cond.notify_all()
                     return
@@ -261,7 +268,8 @@ class Background:
         """Block until no flush or compaction is pending (threaded; inline work is never pending)."""
         db = self.db
         with db._lock:
-            while self.thread is not None and db._bg_error is None and (db._imm is not None or self.pick() is not None):
+            while self.thread is not None and db._bg_error is None and (db._imm is not None or db._switch_due is not None
+                                                                            or self.pick() is not None):
                 db._cond.notify_all()  # work may have appeared without a wake-up (a snapshot released)
                 db._cond.wait(0.05)
 

@@ -146,6 +146,7 @@ class DB(WritePath, DictForms):
         self._snapshots: Counter = Counter()
         self._keep_old = False  # a snapshot is live: memtables keep the versions they replace
         self._bg_error: BaseException | None = None
+        self._switch_due = None  # a reopen's big memtable, switched out by the flush thread (:func:`.recovery._resume`)
         self._closed = False
         self._closing = False
         self._cache = make_cache(options, read_only)  # the read route: memory-mapped, or the bounded cache (:mod:`.cache`)

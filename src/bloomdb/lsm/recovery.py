@@ -176,42 +176,47 @@ def _add_each(mem: MemTable, seqs: list[int], keys: list[bytes], vals: list[byte
         add(q, k, v, True)
 
 
-#: A replayed log holding more than ``memtable_bytes // RESUME_SHARE`` of writes is not appended
-#: to again: replaying it costs ~2.4 us per record at every open (in Python), so its writes are
-#: flushed instead -- in the background, while the store already serves reads.
+#: A replayed log holding more than ``memtable_bytes // RESUME_SHARE`` of writes is not kept as
+#: the memtable for good: replaying it costs ~0.3 us per record at every open (in Python), so its
+#: writes are flushed -- by the flush thread, while the store already serves reads.
 RESUME_SHARE = 16
 
 
 def _resume(db, kind: str, logs: list[int], ends: list, mem: MemTable) -> bool:
     """Open without writing anything synchronously when the store's single log was read to a
-    clean end (no torn tail, no damage; a store of today's kind); True when done:
+    clean end (no torn tail, no damage; a store of today's kind); True when done. The replayed
+    writes stay the memtable and that log is appended to again (LevelDB's ``reuse_logs``): no
+    table, manifest or fsync at open. Safe because the manifest already names the log as needed
+    (``log_number`` at or below it): a crash replays it again, with whatever was appended.
 
-    * few writes in it (``mem.bytes <= memtable_bytes // RESUME_SHARE``): keep them in the
-      memtable and append to that log again (LevelDB's ``reuse_logs``): no table, manifest or
-      fsync. Safe because the manifest already names the log as needed (``log_number`` at or
-      below it): a crash replays it again, with whatever was appended;
-    * more (background threads only): they become the immutable memtable, flushed by the flush
-      thread as soon as the store runs, and a new log is started -- exactly a memtable switch,
-      so a crash before the flush replays both logs in order."""
+    * few writes in it (``mem.bytes <= memtable_bytes // RESUME_SHARE``): that is all;
+    * more (background threads only): the flush thread switches that memtable out as soon as it
+      runs, at close at the latest (``db._switch_due``: a new log, its number reserved by one manifest write, exactly a
+      writer's memtable switch, so a crash before the flush replays both logs in order) and
+      flushes it. The open itself waits for no fsync (a manifest write at open took 10-60 ms of
+      wall time on a loaded disk); a writer that fills the memtable first switches it itself."""
     if kind != identity.STORE or len(logs) != 1 or len(ends) != 1 or ends[0] is None:
         return False
     n = logs[0]
     mem.log_number = n
-    if mem.bytes <= db.options.memtable_bytes // RESUME_SHARE:
-        try:
-            db._log = wal.LogWriter(db._fs, os.path.join(db.path, f"{n:06d}.log"), n, db.options.wal_buffer_bytes,
-                                    ends[0])
-        except ValueError:
+    big = mem.bytes > db.options.memtable_bytes // RESUME_SHARE
+    if big and db._bg.thread is None:
+        return False  # inline work: the flush would be synchronous anyway (recover's path)
+    try:
+        db._log = wal.LogWriter(db._fs, os.path.join(db.path, f"{n:06d}.log"), n, db.options.wal_buffer_bytes,
+                                ends[0])
+    except ValueError:
+        if not big:
             return False
-        mem.base = db._seq + 1  # the sequences of writes the fast paths will add (:mod:`.memtable`)
-        db._mem = mem
+        new = db._new_file_number()  # a log that cannot be appended to: switched now
+        db._log = wal.LogWriter(db._fs, os.path.join(db.path, f"{new:06d}.log"), new, db.options.wal_buffer_bytes)
+        db._imm = mem
+        db._mem = MemTable(new, db._seq + 1)
         return True
-    if db._bg.thread is None:
-        return False  # inline work: the flush would be synchronous anyway (the path below)
-    new = db._new_file_number()
-    db._log = wal.LogWriter(db._fs, os.path.join(db.path, f"{new:06d}.log"), new, db.options.wal_buffer_bytes)
-    db._imm = mem
-    db._mem = MemTable(new, db._seq + 1)
+    mem.base = db._seq + 1  # the sequences of writes the fast paths will add (:mod:`.memtable`)
+    db._mem = mem
+    if big:
+        db._switch_due = mem
     return True
 
 
