@@ -3,8 +3,9 @@ and :class:`WriteBatch`, the operations :meth:`DB.write <bloomdb.lsm.db.DB.write
 atomically, with its WAL record (:func:`record`) and its memtable insert (:func:`apply`).
 
 Cost of a batch of ``n`` puts (the common case): the record is laid out by one kernel call over
-the packed keys and values (C-speed joins, no Python frame per operation) and the memtable takes
-the batch in one ``dict.update`` (no tracked object per operation); batches holding deletions or
+the packed keys and values (C-speed joins, no Python frame per operation) and the memtable keeps
+the batch aside until something reads its dict (``MemTable.defer``: two ``list.extend``, no
+tracked object per operation); batches holding deletions or
 range deletions, or applied while a snapshot is live or to a memtable holding a range tombstone,
 take the per-operation path (:func:`.wal.encode_batch`, ``MemTable.apply``).
 """
@@ -221,5 +222,5 @@ def apply(mem, first: int, ops, puts, keep_old: bool) -> None:
         mem.apply(first, ops, keep_old)
         return
     keys, values, size = puts
-    mem.latest.update(zip(keys, values))  # no sequence recorded: :mod:`.memtable`
+    mem.defer(keys, values)  # into ``latest`` when something reads it; no sequence recorded: :mod:`.memtable`
     mem.bytes += size + ENTRY_OVERHEAD * len(keys)

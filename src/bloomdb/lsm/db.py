@@ -369,6 +369,8 @@ class DB(WritePath, DictForms):
         if snapshot is not None:
             snap = snapshot.seq_for(self)  # released, or another store's: raises
         mem, imm, ver = state = self._state
+        if mem.pending_keys or (imm is not None and imm.pending_keys):  # batch puts not yet in the dicts
+            self._fold(mem, imm)
         if mem.rdels or ver.range_dels or (imm is not None and imm.rdels):
             if c := rangedel.covered(self, state, snapshot, (key,)):
                 return default if c[0] is None else c[0]
@@ -408,6 +410,8 @@ class DB(WritePath, DictForms):
         n = len(keys)
         mem, imm, ver = state = self._state
         snap = MAX_SEQ if snapshot is None else snapshot.seq_for(self)
+        if mem.pending_keys or (imm is not None and imm.pending_keys):  # batch puts not yet in the dicts
+            self._fold(mem, imm)
         if memtables_disjoint(mem, imm, keys):  # the common case of a big batch: one C pass, no list
             out = [default] * n
             if n:

@@ -70,10 +70,12 @@ class WritePath:
         """Recompute ``_mem_limit`` from the flags and the memtable (callers hold the store's
         lock, or own the store alone: ``__init__``; called again after every change of ``_mem``
         and after a write of a range tombstone). A memtable holding a range tombstone takes the
-        general path too: the fast path records no sequence (:mod:`.memtable`)."""
+        general path too: the fast path records no sequence (:mod:`.memtable`); so does one
+        holding batch puts not yet in its dict (``MemTable.defer``: the general path inserts them
+        first, so a later put is not overwritten by an older batch's)."""
         mem = getattr(self, "_mem", None)
         blocked = (self.read_only or self._bg_error is not None or self._closing or self._keep_old
-                   or (mem is not None and mem.rdels))
+                   or (mem is not None and (mem.rdels or mem.pending_keys)))
         self._mem_limit = 0 if blocked else self._room()
 
     def _room(self) -> int:
@@ -89,6 +91,18 @@ class WritePath:
                 and len(self._vs.current.levels[0]) < o.level0_stop):
             return OVERFLOW * o.memtable_bytes
         return o.memtable_bytes
+
+    def _fold(self, mem, imm) -> None:
+        """Insert the batch puts ``mem`` and ``imm`` keep aside (``MemTable.defer``) into their
+        dicts, under the store's lock (no writer adds to them meanwhile), and open the put fast
+        path again: what a reader calls first when it finds any (``DB.get``, ``DB.multi_get``). A
+        reader pays the dict inserts a batch writer did not make, once after a run of batches; a
+        fill that reads nothing never does."""
+        with self._lock:
+            mem.fold()
+            if imm is not None:
+                imm.fold()
+            self._regate()
 
     def _check_writable(self) -> None:
         if self._closed or self._closing:
@@ -138,7 +152,11 @@ class WritePath:
         seq = self._seq + 1
         self._append(wal.encode_put(seq, key, value), sync)
         self._seq = seq
-        self._mem.add(seq, key, value, self._keep_old)
+        mem = self._mem
+        folded = bool(mem.pending_keys)  # add() inserts the pending batch puts first
+        mem.add(seq, key, value, self._keep_old)
+        if folded:
+            self._regate()  # the put fast path opens again
 
     def delete(self, key, sync: bool = False) -> None:
         """Remove ``key`` (writes a tombstone). Deleting a missing key is not an error."""
@@ -168,6 +186,8 @@ class WritePath:
             self._seq = first + len(ops) - 1
             if not batch._puts_only:  # it may hold a range tombstone: see _regate
                 self._regate()
+            elif self._mem.pending_keys:  # batch puts kept aside (MemTable.defer): puts take the general path
+                self._mem_limit = 0
 
     def write_batch(self, *, transaction: bool = False, sync: bool = False) -> BoundBatch:
         """plyvel's ``db.write_batch()``: a :class:`WriteBatch` bound to this store, applied
