@@ -150,3 +150,40 @@ def test_a_lookup_answers_counts_and_charges_as_the_probe_loop_and_table_reads(t
             for i in charged:  # put the budget back: the next query starts from the same state
                 budgets[i][0] = b0[i]
         assert all(kinds.values()), kinds
+
+
+@pytest.mark.parametrize("spec", ["blocked:10", "blocked:2"])
+def test_prescreen_with_more_candidates_than_its_scratch_holds(tmp_path, spec):
+    """More L0 tables holding a key than the screen notes at once (``_SCREEN``): its candidates
+    are checked in rounds, and the answer is still the probe loop's (first table that may hold
+    the key, the checks before it), the first table met still the model's."""
+    n0 = P._SCREEN + 5
+    opts = small_options(filter=spec, background_compaction=False, level0_trigger=100, level0_stop=200,
+                         max_flush_level=0)
+    keys = [b"key%05d" % i for i in range(0, 4000, 2)]
+    with DB.open(tmp_path / "db", opts) as db:
+        for r in range(n0):
+            for k in keys[r::n0 + 1] + [keys[0], keys[-1]]:  # every table spans the whole key range
+                db.put(k, b"v%d" % r)
+            db.flush()
+        assert db.stats()["tables_per_level"][0] >= n0
+        queries = [q for k in keys[::3] for q in (k, k + b".", k[:-1] + b"x")] + [b"", b"zz"]
+        db.multi_get(queries)  # every filter read
+        ver = db._state[2]
+        d = ver.probe()[0]
+        u64, u8 = d.view(np.uint64), d.view(np.uint8)
+        rounds = stops = 0
+        for q in queries:
+            met = _met(ver, q)
+            rounds += len(met) > P._SCREEN
+            done, stop, first = P.prescreen(d, u64, u8, np.uint64(xxh3_64(q)), q, 0, len(q))
+            assert first == (met[0] if met else -1), q
+            c0 = d[COUNTERS].copy()
+            s = P.probe(d, q, 0)
+            useful = d[COUNTERS][1] - c0[1]
+            if s == -1:
+                assert (done, stop) == (len(met), -1) and useful == len(met), q
+            else:
+                stops += 1
+                assert stop == s and done == met.index(stop) == useful, q
+        assert rounds > 0 and stops > 0

@@ -9,6 +9,8 @@ between uint8 arrays (the LSM's block decode and scan merge).
 ``atomic_or`` / ``atomic_add`` are LLVM ``atomicrmw`` on one element of an integer array: the
 filters' kernels use them so that writers on many threads (the kernels release the GIL) never lose
 an update to a shared word.
+``stack_i64(n)`` is an int64 array of ``n`` (a constant) words on the calling kernel's stack:
+scratch that costs no allocation, valid until that kernel returns (never return or keep it).
 ``u8_view(addr, n)`` / ``i64_view(addr, n)`` view memory by address as a uint8 / int64 array (no
 copy, no owner): how the LSM's lookup, cursor and compaction kernels reach every table's mapped
 file, index and checked-block flags from one directory or plan array (arrays of many tables cannot
@@ -211,6 +213,30 @@ def _pointer_intrinsic(dtype):
 _u8_pointer = _pointer_intrinsic(types.uint8)
 _i64_pointer = _pointer_intrinsic(types.int64)
 _u32_pointer = _pointer_intrinsic(types.uint32)
+
+
+@intrinsic
+def _stack_words(typingctx, n):
+    """A pointer to ``n`` (a compile-time constant) int64 words allocated in the entry block of
+    the calling function (LLVM ``alloca``): freed when it returns."""
+    if not isinstance(n, types.IntegerLiteral) or n.literal_value <= 0:
+        return None
+    count = n.literal_value
+    ptr = types.CPointer(types.int64)
+    sig = ptr(n)
+
+    def codegen(context, builder, signature, args):
+        return cgutils.alloca_once(builder, ir.IntType(64), size=count)
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True, inline="always")
+def stack_i64(n):
+    """``n`` int64 words (``n`` a constant in the caller's source) on the calling kernel's stack,
+    as an array (uninitialised, no owner): per-call scratch without a heap allocation. Valid only
+    until the kernel that made it returns."""
+    return carray(_stack_words(n), n)
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -34,7 +34,7 @@ from .layout import (
     RSTRIDE, S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, S_SEEKS, S_TBUF, S_TFW,
     S_TLEN, SEEK_DUE, SLOTS, STRIDE, T_BYTES, T_FBUF, T_FBUFLEN, T_FOFF, T_FSIZE, TSTRIDE,
 )
-from ..._intrinsics import fenced_load, i64_view, prefetch, u8_view, u32_view
+from ..._intrinsics import fenced_load, i64_view, prefetch, stack_i64, u8_view, u32_view
 
 _LEVELDB_SEED = 0xBC9F1D34  # leveldb.BLOOM_HASH_SEED (a kernel takes no globals from a module)
 
@@ -270,7 +270,7 @@ def blocked_line(meta, u64, base, h):
     return a, meta[rec + R_P0 + 1]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def prescreen(meta, u64, bounds, h, key, kstart, klen):
     """The filters of a lookup from slot 0, screened before :func:`_probe`: ``(rejected, stop,
     first)``. ``stop`` -1: every table that may hold the key (by range: the ones :func:`_probe`
@@ -281,17 +281,24 @@ def prescreen(meta, u64, bounds, h, key, kstart, klen):
     tables before it (all rejected): :func:`_probe` goes on from ``stop``. Pure (no counter, no
     seek charge): the caller counts and charges what :func:`_probe` would have.
 
-    A missing key's probe without its dependent chains: the level searches are branch-free on
-    the prefix words (the exact search on a tie), the range checks and the family's own check
-    inlined, each candidate's line prefetched when found and every check made (no early exit
-    to mispredict), so the CPU overlaps one key's filter misses."""
+    A missing key's probe without its dependent chains, in two passes: first every candidate
+    table is found (the level searches branch-free on the prefix words, the exact search on a
+    tie) and its filter line requested (prefetched) and noted in scratch on the stack; then the
+    noted lines are checked in slot order (the family's own check, inlined). So the filter lines'
+    cache misses (at 5M keys, ~2 random lines in ~7 MB of filters per missing key) overlap each
+    other and the searches, instead of each check waiting for its line before the next level is
+    searched (a missing key's ``db.get`` on a 5M-key store, thread CPU: ~50-90 ns less, 1M:
+    ~35; docs/benchmarks.md, "Missing gets at 5M").
+    A table the screen cannot check ends the first pass (nothing after it matters); more than
+    :data:`_SCREEN` candidates are checked :data:`_SCREEN` at a time."""
     k0, k1 = key_words(key, kstart, klen)
     n0 = meta[N_L0]
     nlev = meta[NUM_LEVELS]
+    g = h >> np.uint64(32)
+    noted = stack_i64(_SCREEN_WORDS)  # per candidate: slot, line address (0: not checkable here), k
+    m = 0
     cnt = 0
     first = -1
-    stop = -1
-    before = 0
     for s in range(n0 + nlev):
         if s < n0:
             base = SLOTS + s * STRIDE
@@ -328,16 +335,37 @@ def prescreen(meta, u64, bounds, h, key, kstart, klen):
         if first < 0:
             first = slot
         a, k = blocked_line(meta, u64, base, h)
-        if a == 0 or BLK.check_bits_inline(u32_view(a, 16), 0, h >> np.uint64(32), k):
-            if stop < 0:
-                stop = slot
-                before = cnt
-            if a == 0:
-                break
+        noted[3 * m] = slot
+        noted[3 * m + 1] = a
+        noted[3 * m + 2] = k
+        m += 1
+        if a == 0:
+            break
+        if 3 * m == _SCREEN_WORDS:
+            stop, cnt = _check_noted(noted, m, g, cnt)
+            if stop >= 0:
+                return cnt, stop, first
+            m = 0
+    stop, cnt = _check_noted(noted, m, g, cnt)
+    return cnt, stop, first
+
+
+#: candidate tables a screen notes before checking them (:func:`prescreen`); words of its scratch
+_SCREEN = 16
+_SCREEN_WORDS = 3 * _SCREEN
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _check_noted(noted, m, g, cnt):
+    """The ``m`` candidates of ``noted`` (slot, line address, k) checked in order: ``(slot, cnt)``
+    of the first whose filter says "may contain" or that holds no loaded ``blocked`` filter
+    (address 0), ``cnt`` counting the ones rejected before it; ``(-1, cnt)`` when all say no."""
+    for i in range(m):
+        a = noted[3 * i + 1]
+        if a == 0 or BLK.check_bits_inline(u32_view(a, 16), 0, g, noted[3 * i + 2]):
+            return noted[3 * i], cnt
         cnt += 1
-    if stop >= 0:
-        return before, stop, first
-    return cnt, -1, first
+    return np.int64(-1), cnt
 
 
 @njit(cache=True, nogil=True)
