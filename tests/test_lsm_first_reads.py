@@ -206,8 +206,9 @@ def test_replay_of_a_log_of_distinct_puts_is_one_dict_update_and_reads_like_read
 @pytest.mark.parametrize("shape", ["fixed", "varied", "one-long"])
 def test_replay_fields_gathered_into_byte_strings_come_back_whole(tmp_path, shape):
     """The replay's bytes come from one fixed-width byte-string array (numpy drops trailing zero
-    bytes): keys and values that end with zero bytes, empty ones, lengths that differ and one
-    value far longer than the rest (sliced instead) all come back exactly, in order, with their
+    bytes; records of one size are read in place through a strided view): keys and values that
+    end with zero bytes, empty ones, lengths that differ and one value far longer than the rest
+    (sliced instead) all come back exactly, in order, with their
     sequences and the memtable's byte count; the log's zero tail is a clean end."""
     import random
 
