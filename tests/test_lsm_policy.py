@@ -66,3 +66,15 @@ def test_disjoint_l0_moves_without_merging():
     assert task.level == 0 and task.trivial_move and set(task.inputs) == {1, 2, 3, 4}
     lv[0][0] = t(4, 10, b"e", b"p")  # overlaps table 1 and 3: a real merge
     assert not pick(lv, {}, 4, 1000, 10).trivial_move
+
+
+def test_the_level_table_with_the_least_overlap_below_goes_first():
+    lv = empty()
+    lv[1] = [t(1, 600, b"a", b"c"), t(2, 600, b"d", b"f"), t(5, 300, b"g", b"h")]  # 1500 > 1000
+    lv[2] = [t(3, 900, b"b", b"b"), t(4, 100, b"e", b"e"), t(6, 50, b"g", b"g"), t(7, 70, b"h", b"i")]
+    task = pick(lv, {}, 4, 1000, 10)  # overlap per byte: 1.5, 0.17, 0.4
+    assert task.inputs == (2,) and task.next_inputs == (4,)
+    assert pick(lv, {1: b"f"}, 4, 1000, 10).inputs == (2,)  # not the round-robin's next (5)
+    lv[2] = [t(3, 900, b"b", b"b"), t(4, 100, b"e", b"e")]  # table 5 overlaps nothing: a trivial move
+    task = pick(lv, {}, 4, 1000, 10)
+    assert task.inputs == (5,) and task.trivial_move

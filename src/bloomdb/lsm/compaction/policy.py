@@ -4,8 +4,10 @@
   them all keeps newest-wins simple) plus every L1 table overlapping their key range.
 * Ln -> Ln+1 (n >= 1) when ``bytes(Ln) / max_bytes(n) >= 1``, the level with the highest score
   first, where ``max_bytes(1) = level1_bytes`` and ``max_bytes(n+1) = level_ratio * max_bytes(n)``:
-  one table of Ln (the first after the level's compact pointer, round robin through the key
-  space) plus the overlapping tables of Ln+1. Inputs that overlap neither each other nor
+  one table of Ln -- the one with the fewest overlapping bytes in Ln+1 per byte of its own
+  (:func:`least_overlapping`, RocksDB's default ``kMinOverlappingRatio``; ties: the first after
+  the level's compact pointer, LevelDB's round robin through the key space) -- plus the
+  overlapping tables of Ln+1. Inputs that overlap neither each other nor
   anything below make a *trivial move* (the files change level, no I/O).
 * ``bottom``: no level below the output overlaps the inputs' key range, so deletions (older than
   every snapshot) may be dropped: nothing older can be hidden by them.
@@ -22,6 +24,7 @@
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -111,11 +114,36 @@ def pick(levels: list[list[TableShape]], compact_pointers: dict[int, bytes], lev
     elif best == 0:
         inputs = list(levels[0])
     else:
-        ptr = compact_pointers.get(best)
-        cands = sorted(levels[best], key=lambda t: t.min_key)
-        chosen = next((t for t in cands if ptr is None or t.min_key > ptr), cands[0])
-        inputs = [chosen]
+        inputs = [least_overlapping(levels[best], levels[best + 1], compact_pointers.get(best))]
     return task_for(levels, best, inputs, forced)
+
+
+def least_overlapping(level: list[TableShape], below: list[TableShape], ptr: bytes | None) -> TableShape:
+    """The table of ``level`` (n >= 1) to compact into ``below``: the one whose overlapping bytes in
+    ``below`` are the smallest multiple of its own size (RocksDB's ``kMinOverlappingRatio``, its
+    default: each compaction moves the most bytes down per byte it rewrites, so random writes
+    rewrite less; a table overlapping nothing below is a trivial move). Ties go to the first
+    table after the round-robin pointer ``ptr`` (LevelDB's choice, wrapping around). Cost:
+    O((tables of both levels) * log) per call: both levels sorted by key, the overlaps found by
+    bisection over the key bounds and summed from a prefix sum of the sizes."""
+    cands = sorted(level, key=lambda t: t.min_key)
+    if ptr is not None:
+        k = bisect.bisect_right([t.min_key for t in cands], ptr)
+        cands = cands[k:] + cands[:k]
+    nxt = sorted(below, key=lambda t: t.min_key)
+    mins = [t.min_key for t in nxt]
+    maxs = [t.max_key for t in nxt]
+    acc = [0]
+    for t in nxt:
+        acc.append(acc[-1] + t.size)
+    best, best_ratio = cands[0], None
+    for t in cands:
+        a = bisect.bisect_left(maxs, t.min_key)  # first table below ending at or after t's start
+        b = bisect.bisect_right(mins, t.max_key)  # past the last one starting at or before t's end
+        ratio = (acc[b] - acc[a]) / max(1, t.size) if b > a else 0.0
+        if best_ratio is None or ratio < best_ratio:
+            best, best_ratio = t, ratio
+    return best
 
 
 def task_for(levels: list[list[TableShape]], best: int, inputs: list[TableShape], forced: bool = False) -> Task:
