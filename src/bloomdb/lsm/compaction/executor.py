@@ -73,7 +73,9 @@ def encode_table(ctx, number: int, arrays, level: int, last_level: bool, range_d
 
     def finish():
         write_table_file(ctx.fs, path, parts)
-        return open_table(ctx.fs, path, number, ctx.cache, level)
+        t = open_table(ctx.fs, path, number, ctx.cache, level)
+        t.filter_copy_due = True  # its filter is read from a copy beside the others' (..probe.directory)
+        return t
 
     return info, finish
 

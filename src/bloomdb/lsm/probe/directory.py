@@ -13,7 +13,10 @@ descriptor's scalars go into a filter record of the directory with the ADDRESS o
 its mapped file (:meth:`Table.filter`), so loading one touches only its own pages (on this
 class of VM each fresh 4 KiB page written costs ~3-4 us: copying a 20 KB filter into new memory
 twice cost more than everything else of its first lookup). The directory holds every array it
-points at. A pair the
+points at. One copy is made: the filter blocks of tables this process wrote (flush and
+compaction outputs, read from their own maps) are copied once, together, when a directory first
+holds them (:func:`_copy_filters_together`: filters side by side make a missing-key get cheaper
+than filters spread over as many maps). A pair the
 kernel does not know (``scalable``, or a future format version) gets slot kind ``L.OTHER``:
 Python asks that filter (:meth:`Filter.might_contain_many` of the keys: the family hashes them
 its own way).
@@ -41,7 +44,8 @@ import threading
 import numpy as np
 
 from ...checksum import HW_RANGES
-from ...filters import probe as FP
+from ...filters import probe as FP, scratch
+from ..sstable.block import TRAILER
 from . import _probe_kernels as PK, layout as L, seeks
 from .fastcall import direct
 
@@ -241,12 +245,81 @@ def _filter_words_due(t, pin) -> bool:
 
 def _filter_source(t, fw) -> None:
     """Where filter-load words ``fw`` find table ``t``'s filter block: its offset and size, and
-    the buffer holding it when that is not the table's mapped file (``T_FBUF``: a table not
-    opened yet reads the block's copy in the store's filter file, :mod:`bloomdb.lsm.filter_file`)."""
-    fw[L.T_FOFF], fw[L.T_FSIZE] = t.filter_block
+    the buffer holding it when that is not the table's mapped file (``T_FBUF``): a table not
+    opened yet reads the block's copy in the store's filter file (:mod:`bloomdb.lsm.filter_file`),
+    an opened table its copy made with the other tables of its first directory
+    (:func:`_copy_filters_together`), if any."""
+    off, size = t.filter_block
     fb = getattr(t, "filter_buffer", None)
+    if fb is None:
+        fb = getattr(t, "probe_filter_copy", None)
+        if fb is not None:
+            off = 0
+    fw[L.T_FOFF], fw[L.T_FSIZE] = off, size
     if fb is not None:
         fw[L.T_FBUF], fw[L.T_FBUFLEN] = fb.ctypes.data, fb.shape[0]
+
+
+#: a filter block's copy starts on a cache line (:func:`_copy_filters_together`)
+_LINE = 64
+
+
+def _copy_filters_together(tables) -> None:
+    """Copy the filter blocks (with their trailers: what the probe kernel checks and reads,
+    :func:`._probe_kernels._load_lazy`) of the tables among ``tables`` written by this process
+    (``filter_copy_due``: flush and compaction outputs) whose filter-load words are not made yet
+    into ONE buffer, each table keeping its copy (``probe_filter_copy``,
+    a view: the buffer lives as long as any of its tables) for its whole life; their filter-load
+    words then point at the copies (:func:`_filter_source`). A buffer of 4 MiB or more is an
+    anonymous map advised onto transparent huge pages (:func:`bloomdb.filters.scratch.zeros`;
+    4 KiB pages where the system has none).
+
+    Why: read in place, a table's filter sits at the end of its own mapped file, so a store's
+    filters lie in as many maps, MiBs apart; ~440 tables at 5M keys (~7 MB of filters, ~2
+    random lines a missing key): a missing-key get costs ~50-80 ns more than with the same
+    filters side by side (the filter file's layout after a reopen; docs/benchmarks.md, "Missing
+    gets at 5M": the page walks of the lines' TLB misses). Copies made one table at a time in
+    the heap did not recover it.
+
+    Cost: one copy of each block (~1.25 bytes a key at 10 bits a key), once per table, when a
+    directory first holds it (the first read after a flush or compaction: its new tables; after
+    a fill, every table: ~5 ms at 5M keys); the tables' maps' filter pages are not read by
+    lookups then. Tables opened from files already there read their filters in place as before:
+    a reopened store reads the filter file's copies (side by side already), and a store opened
+    without it (read-only, or none written) would pay that copy on its first read. Memory: a
+    buffer is freed when the last of its tables is; until then it holds the filters of tables
+    compacted away too (at most the filters of one directory's new tables)."""
+    todo = [t for t in tables if t.filter_copy_due and getattr(t, "probe_filter_words", None) is None
+            and getattr(t, "probe_filter_copy", None) is None]
+    if not todo:
+        return
+    with _MAKING:
+        todo = [(t, pin) for t in todo if getattr(t, "probe_filter_words", None) is None
+                and getattr(t, "probe_filter_copy", None) is None
+                for pin in (_read_state(t),) if _filter_words_due(t, pin)]
+        spans = []
+        total = 0
+        for t, pin in todo:
+            off, size = t.filter_block
+            n = size + TRAILER
+            if off < 0 or off + n > pin[0].shape[0]:
+                continue  # the kernel reads the map and rejects the block: Python decides
+            spans.append((t, pin[0], off, n, total))
+            total += (n + _LINE - 1) & ~(_LINE - 1)
+        if not spans:
+            return
+        buf = _filter_memory(total + _LINE)
+        base = (-buf.ctypes.data) % _LINE
+        for t, src, off, n, at in spans:
+            copy = buf[base + at : base + at + n]
+            copy[:] = src[off : off + n]
+            t.probe_filter_copy = copy
+
+
+def _filter_memory(nbytes: int):
+    """A zeroed uint8 buffer of ``nbytes`` for filter copies: on transparent huge pages from
+    4 MiB (:func:`bloomdb.filters.scratch.zeros`), plain memory below or where there are none."""
+    return scratch.zeros(nbytes, np.uint8)
 
 
 def _filter_words(t, pin):
@@ -406,6 +479,7 @@ class Directory:
         S[:, L.S_MIN_OFF], S[:, L.S_MIN_LEN] = starts[at], lens[at]
         S[:, L.S_MAX_OFF], S[:, L.S_MAX_LEN] = starts[at + 1], lens[at + 1]
         _make_unopened_words([r.table for r in slots])
+        _copy_filters_together([r.table for r in slots])
         words = [_table_words(r.table, _read_state(r.table)) for r in slots]
         S[:, _READ_COLS] = [w[0] for w in words]
         filt = [i for i, p in enumerate(plans) if p[0] == L.FILTER]

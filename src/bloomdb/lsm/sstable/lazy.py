@@ -40,6 +40,7 @@ class LazyTable:
 
     lazy = True
     partitions = None  #: only whole-table filters are copied to the filter file
+    filter_copy_due = False  #: its filter is read from the filter file (see ``Table.filter_copy_due``)
 
     def __init__(self, fs, path: str, number: int, cache, file_size: int, facts, fbuf, foff: int, fsize: int):
         self.path = path

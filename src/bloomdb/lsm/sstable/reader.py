@@ -89,6 +89,10 @@ def _check_index(index: np.ndarray, path: str, meta) -> None:
 class Table:
     """A read-only table. Thread-safe: its state only grows (checked blocks, loaded filter)."""
 
+    #: the probe layer copies its filter block beside the other new tables' (set on a table this
+    #: process wrote; see ``probe_filter_copy``)
+    filter_copy_due = False
+
     def __init__(self, fs, path: str, number: int, cache=None):
         self.path = path
         self.number = number
@@ -122,6 +126,12 @@ class Table:
         #: lookup, without this object; word 0 is nonzero once it has, the last word is then the
         #: filter's payload bytes (what :attr:`filter_loaded` and :attr:`filter_memory` count)
         self.probe_filter_words = None
+        #: a copy of the filter block (and its trailer) those words read instead of the map, made
+        #: with the other tables of the table's first directory when ``filter_copy_due`` (set on a
+        #: table this process wrote, :func:`..compaction.executor.encode_table`;
+        #: :mod:`..probe.directory`); None: the map
+        self.probe_filter_copy = None
+        self.filter_copy_due = False
 
     def _open_fast(self) -> bool:
         """Footer, meta and index checked and the index parsed in one kernel call
