@@ -225,6 +225,9 @@ class Background:
                 if db._bg_error is None and db._imm is None and db._switch_due is not None:
                     # a reopen's big memtable (:func:`.recovery._resume`): switched out here, then
                     # flushed -- at close too, as the immutable memtable it stands for would be
+                    if db._vs.writing and db._vs.needs_reservation():  # as DB._make_room: the switch
+                        db._cond.wait()  # never waits inside (a writer could switch meanwhile)
+                        continue
                     due, db._switch_due = db._switch_due, None
                     if due is db._mem and not self._guard(db._switch_memtable):
                         return
