@@ -520,7 +520,7 @@ class Directory:
         t = self.slots[s].table
         pin = _read_state(t)
         b = L.SLOTS + L.STRIDE * s
-        if pin is None or self.array[b + L.S_TBUF] != 0:
+        if pin is None or self.wired(s):
             return
         budget, fw = t.seek_budget, t.probe_filter_words
         if budget is not None and pin[0].dtype == np.uint8 and pin[1].dtype == np.int64 and pin[2].dtype == np.uint8:
