@@ -183,23 +183,24 @@ def test_the_plain_get_entry_answers_like_lookup_and_refuses_wrong_types(tmp_pat
     with DB.open(tmp_path / "db", o) as db:
         ver = db._state[2]
         probes = [b"k%06d" % i for i in range(2000)] + [b"k%06d." % i for i in range(300)] + [b"", b"zz"]
-        d, _ = ver.probe()
+        at, _, d = ver.probe_at()  # the entry takes the directory by address (d holds it)
         for s in range(0, len(ver.slots), 2):  # these tables' filters are read by Python (ASK)
             d[layout.SLOTS + layout.STRIDE * s + layout.S_TFW] = 0
-        first = [_plain(L.newest(d, k)) for k in probes]  # cold: ASK/CHECK hand-overs included
+        first = [_plain(L.newest(at, k)) for k in probes]  # cold: ASK/CHECK hand-overs included
         assert first == [_plain(G.lookup(d, k, MAX_SEQ, 0)) for k in probes]
         assert {st for st, *_ in first} & {G.ASK, G.CHECK, G.READ}
         assert [db.get(k) for k in probes] == [model.get(k) for k in probes]
-        d, _ = ver.refresh_probe()
-        warm = [_plain(L.newest(d, k)) for k in probes]
+        ver.refresh_probe()
+        at, _, d = ver.probe_at()
+        warm = [_plain(L.newest(at, k)) for k in probes]
         assert warm == [_plain(G.lookup(d, k, MAX_SEQ, 0)) for k in probes]
         assert {st for st, *_ in warm} >= {G.VALUE, "no value"}
         d[layout.SEEK_DUE] = 0  # (a spent seek budget flags every answer until Python clears it)
-        assert L.newest(d, b"zz") is None  # a missing key: nothing boxed
+        assert L.newest(at, b"zz") is None  # a missing key: nothing boxed
         assert L.newest is not G.lookup_newest  # the compiled entry took the name's place
-        for bad in ("k000001", 7, None):
+        for bad in ("k000001", 7, None, bytearray(b"k000001")):
             with pytest.raises(TypeError):
-                L.newest(d, bad)
+                L.newest(at, bad)
         assert [db.get(k) for k in probes] == [model.get(k) for k in probes]
 
 

@@ -379,7 +379,7 @@ class DB(WritePath, DictForms):
             if v is _ABSENT_HERE and imm is not None:
                 v = imm.latest.get(key, _ABSENT_HERE)
             if v is _ABSENT_HERE:  # the common read: one kernel call, no Python frame in between
-                p = ver._probe or ver.probe()
+                p = ver._probe_at or ver.probe_at()  # (address, table bytes, array): held for the call
                 r = _lookup.newest(p[0], key)
                 if r is None:  # missing or deleted
                     return default

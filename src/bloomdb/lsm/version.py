@@ -41,6 +41,7 @@ class Version:
         self.range_dels = tuple(t for r in self.slots for t in r.table.range_dels)
         self.range_dels_seq = max((t[2] for t in self.range_dels), default=0)  # the newest one's sequence
         self._probe = None
+        self._probe_at = None  # (directory address, table bytes per slot, directory array): probe_at()
         self.directory = None
         self._prefix_filters: dict = {}  # extractor name -> PrefixFilters (built on first use)
         self._lock = threading.Lock()
@@ -81,8 +82,23 @@ class Version:
         with self._lock:
             if self._probe is None:
                 self.directory = Directory(self.slots, self.levels)
-                self._probe = (self.directory.array, [r.table.value_bytes for r in self.slots])
+                d = self.directory.array
+                bufs = [r.table.value_bytes for r in self.slots]
+                self._probe_at = (d.ctypes.data, bufs, d)  # first: probe_at() finds it once _probe is set
+                self._probe = (d, bufs)
             return self._probe
+
+    def probe_at(self):
+        """``(directory address, table bytes per slot, directory array)``: :meth:`probe` for
+        :func:`.probe.lookup.newest`, which takes the array by its address (no unboxing: see
+        :mod:`bloomdb._fastargs`). The tuple holds the array, so the address stays valid while a
+        caller holds the tuple; a directory laid out again (:meth:`refresh_probe`) comes with a
+        new tuple and address. Kept beside :attr:`_probe` and replaced with it."""
+        p = self._probe_at
+        if p is None:
+            self.probe()
+            p = self._probe_at
+        return p
 
     def open_slot(self, s: int) -> bool:
         """Open slot ``s``'s table if it is a table not opened yet (:mod:`.sstable.lazy`) and point
@@ -122,5 +138,7 @@ class Version:
         """The probe tuple after the directory was laid out again (a lazy load may do that)."""
         d = self.directory.array
         if self._probe[0] is not d:
-            self._probe = (d, self._probe[1])
+            bufs = self._probe[1]
+            self._probe_at = (d.ctypes.data, bufs, d)  # set before _probe, as in probe()
+            self._probe = (d, bufs)
         return self._probe

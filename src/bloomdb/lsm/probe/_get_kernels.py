@@ -30,10 +30,11 @@ from ...hashing._kernels import xxh3_64_bytes
 from ..sstable._block_kernels import _r32
 from ..sstable._table_kernels import ST_UNCHECKED, table_get
 from ..sstable.block import RAW, TRAILER
+from ..._fastargs import key_view
 from ..._intrinsics import i64_view, u8_view
 from ._probe_kernels import _charge, _probe, prescreen
 from .layout import (C_BLOCKS, C_CHECKS, C_FOUND, C_LOOKUPS, C_POSITIVE, C_USEFUL, F_BLOCKED, F_MAPPED, FILTER, R_FAM,
-                     S_KIND, S_REC, SEEK_DUE, S_TBUF, S_TCHK, S_TIDX, S_TIDXLEN, S_TLEN, SLOTS, STRIDE)
+                     S_KIND, S_REC, SEEK_DUE, S_TBUF, S_TCHK, S_TIDX, S_TIDXLEN, S_TLEN, SLOTS, STRIDE, WORDS)
 
 MISSING, VALUE, DELETED, ASK, READ, CHECK = 0, 1, 2, 3, 4, 5
 
@@ -150,8 +151,14 @@ def lookup(directory, key, snap, start):
 
 
 @njit(cache=True)  # keeps the GIL: see the docstring
-def lookup_newest(directory, key):
+def lookup_newest(at, key):
     """:func:`lookup` from slot 0 as of now (``snap`` :data:`NEWEST`): a plain ``get``'s call.
+    ``at``: the ADDRESS of a probe directory array (``ndarray.ctypes.data``; the array's
+    :data:`.layout.WORDS` word gives its length), ``key``: the key, compiled for
+    :data:`bloomdb._fastargs.key_bytes` (:mod:`bloomdb._fastargs`: no meminfo for either, no
+    atomic reference counting in the kernel; a ``bytes`` key through the dispatcher works too).
+    The caller keeps the directory array referenced for the whole call
+    (:meth:`bloomdb.lsm.version.Version.probe_at`'s tuple holds both).
     Two arguments instead of four: numba's dispatch costs ~35 ns per argument, a third of a
     missing key's kernel time (measured, docs/benchmarks.md). Returns ``None`` for a key with
     no value (``MISSING`` or ``DELETED`` without :data:`SEEK`), else the 4-tuple of
@@ -160,9 +167,11 @@ def lookup_newest(directory, key):
     it cost ~30 ns per get (thread CPU, 1M-key store, loaded machine) and hands the GIL to any
     thread waiting for it (a flush, a compaction) on every get, the reader then waiting to take
     it back; other threads' gets wait at most one lookup."""
-    n = len(key)
-    r = _lookup(directory, directory.view(np.uint64), directory.view(np.uint32), directory.view(np.uint16),
-                directory.view(np.uint8), xxh3_64_bytes(key, 0, n), key, 0, n, key, NEWEST, 0, True)
+    d = i64_view(at, i64_view(at, SLOTS)[WORDS])
+    kv = key_view(key)
+    n = len(kv)
+    r = _lookup(d, d.view(np.uint64), d.view(np.uint32), d.view(np.uint16),
+                d.view(np.uint8), xxh3_64_bytes(kv, 0, n), kv, 0, n, kv, NEWEST, 0, True)
     if r[0] == MISSING or r[0] == DELETED:
         return None
     return r

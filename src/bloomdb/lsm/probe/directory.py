@@ -447,6 +447,7 @@ class Directory:
         d = np.zeros(m + (len(bnd) + 7) // 8 + 1, np.int64)
         byte_base = 8 * m
         d.view(np.uint8)[byte_base : byte_base + len(bnd)] = np.frombuffer(bnd, np.uint8)
+        d[L.WORDS] = d.shape[0]
         d[L.N_L0] = len(self.levels[0])
         d[L.NUM_LEVELS] = len(self.levels) - 1
         s = len(self.levels[0])

@@ -17,6 +17,8 @@ One int64 array per store version::
     [C_LOOKUPS]          counter: keys the lookup kernel looked up in the tables
     [C_FOUND]            counter: lookups the kernel answered from a table (value or deletion)
     [SEEK_DUE]           slot + 1 of the table whose seek budget a lookup just used up (0: none)
+    [WORDS]              the array's length in words (a kernel given the array's address views
+                         it with this length: :func:`._get_kernels.lookup_newest`)
     [SLOTS + STRIDE*s..] slot s, fields S_*: kind, then for the min key and the max key each:
                          its two big-endian prefix words (read as uint64), its byte offset into
                          the array and its length, the table's read state (S_T*: addresses
@@ -62,7 +64,8 @@ C_FOUND = 25
 COUNTERS = slice(C_CHECKS, C_FOUND + 1)  #: every counter word, in this order
 N_COUNTERS = C_FOUND + 1 - C_CHECKS
 SEEK_DUE = 26  # slot + 1 of a table whose seek budget a lookup used up (0: none; Python clears it)
-SLOTS = 27  # header size: slot 0 starts here
+WORDS = 27  # the array's own length in words
+SLOTS = 28  # header size: slot 0 starts here
 MAX_LISTED_LEVELS = (ARRAY_BASE - LEVEL_FIRST) // 2  # levels below L0 the header has room for
 
 # a filter record (RSTRIDE words, fields R_*), inside a slot (at S_REC) or a partition entry (at

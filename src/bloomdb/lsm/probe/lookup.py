@@ -21,6 +21,9 @@ a filter lets through), plus a slice for a value.
 from __future__ import annotations
 
 import numpy as np
+from numba import types as nb_types
+
+from ..._fastargs import key_bytes
 
 from ..sstable import DELETED, MISSING
 from . import _get_kernels as G
@@ -33,13 +36,15 @@ from .seeks import take_due
 _ANSWER = {G.MISSING: MISSING, G.DELETED: DELETED}
 
 
-def newest(directory, key: bytes):
-    """:func:`._get_kernels.lookup_newest` (``directory``: a probe directory array, ``key``:
-    exactly ``bytes``) through its compiled entry (:func:`.fastcall.direct`): the first call
-    compiles it and puts the entry in this name's place, so later calls skip the dispatcher."""
+def newest(at: int, key: bytes):
+    """:func:`._get_kernels.lookup_newest` (``at``: the address of a probe directory array the
+    caller holds, the first word of :meth:`bloomdb.lsm.version.Version.probe_at`; ``key``:
+    exactly ``bytes``) through its compiled entry for (``int64``,
+    :data:`bloomdb._fastargs.key_bytes`) (:func:`.fastcall.direct`): the first call compiles it
+    and puts the entry in this name's place, so later calls skip the dispatcher."""
     global newest
-    newest = direct(G.lookup_newest, (directory, key))
-    return newest(directory, key)
+    newest = direct(G.lookup_newest, (at, key), (nb_types.int64, key_bytes))
+    return newest(at, key)
 
 
 def _lengths(keys: list[bytes]):
