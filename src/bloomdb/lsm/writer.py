@@ -77,6 +77,18 @@ class WritePath:
         blocked = (self.read_only or self._bg_error is not None or self._closing or self._keep_old
                    or (mem is not None and (mem.rdels or mem.pending_keys)))
         self._mem_limit = 0 if blocked else self._room()
+        # the get fast path's gate (``DB.get``): ``(memtable, version)`` of the current state when a
+        # plain get needs nothing but the memtable's dict and the version's tables -- no immutable
+        # memtable, no batch puts kept aside, no range tombstone anywhere, not closing -- else None.
+        # Set only here, under the lock, from ``_state``: so callers run this after every change of
+        # ``_state``; a write that keeps batch puts aside clears it itself (``write``).
+        st = getattr(self, "_state", None)
+        quick = None
+        if type(st) is tuple and not self._closing:
+            m, imm, ver = st
+            if imm is None and not m.pending_keys and not m.rdels and not ver.range_dels:
+                quick = (m, ver)
+        self._quick = quick
 
     def _room(self) -> int:
         """The memtable's size limit now (caller holds the lock): ``memtable_bytes``, or
@@ -188,6 +200,7 @@ class WritePath:
                 self._regate()
             elif self._mem.pending_keys:  # batch puts kept aside (MemTable.defer): puts take the general path
                 self._mem_limit = 0
+                self._quick = None  # and gets fold them first (DB.get's full path)
 
     def write_batch(self, *, transaction: bool = False, sync: bool = False) -> BoundBatch:
         """plyvel's ``db.write_batch()``: a :class:`WriteBatch` bound to this store, applied
