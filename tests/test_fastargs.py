@@ -93,12 +93,16 @@ def test_lookup_by_address_answers_as_lookup_by_array(tmp_path):
         ver = db._state[2]
         at, bufs, d = ver.probe_at()
         def plain(r):  # the answer without the seek flag (a lookup may use up a seek budget)
+            if type(r) is bytes:  # lookup_newest boxes a value as its bytes
+                return r
             return None if r is None or r[0] & ~G.SEEK in (G.MISSING, G.DELETED) else (r[0] & ~G.SEEK,) + r[1:]
 
         for k in probes:
             r = plain(L.newest(at, k))
             st, s, a, n = plain(G.lookup(d, k, MAX_SEQ, 0)) or (G.MISSING, -1, 0, 0)
-            assert r == (None if st == G.MISSING else (st, s, a, n))
             if st == G.VALUE:
                 assert bufs[s][a : a + n] == model[k]
+                assert r == model[k] or r == (st, s, a, n)  # the value, or the tuple when a seek flag came back
+            else:
+                assert r == (None if st == G.MISSING else (st, s, a, n))
             assert plain(G.lookup_newest(at, k)) == r  # the dispatcher with a bytes key: the same kernel

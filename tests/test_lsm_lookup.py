@@ -167,6 +167,16 @@ def _plain(r) -> tuple:
     return ("no value",) if r[0] in (G.MISSING, G.DELETED) else r
 
 
+def _as_lookup(r, key, d):
+    """The plain get's answer as :func:`G.lookup`'s 4-tuple: a value (``bytes``, boxed by the
+    kernel) is located again by ``lookup`` and must be those bytes of its table."""
+    if type(r) is not bytes:
+        return r
+    st, s, a, n = G.lookup(d, key, MAX_SEQ, 0)
+    assert st & ~G.SEEK == G.VALUE
+    return st, s, a, n
+
+
 def test_the_plain_get_entry_answers_like_lookup_and_refuses_wrong_types(tmp_path):
     """``DB.get``'s own kernel call (:func:`probe.lookup.newest`: ``lookup_newest`` through its
     compiled entry, no dispatcher) answers like ``lookup`` as of now, for values, deletions,
@@ -186,13 +196,22 @@ def test_the_plain_get_entry_answers_like_lookup_and_refuses_wrong_types(tmp_pat
         at, _, d = ver.probe_at()  # the entry takes the directory by address (d holds it)
         for s in range(0, len(ver.slots), 2):  # these tables' filters are read by Python (ASK)
             d[layout.SLOTS + layout.STRIDE * s + layout.S_TFW] = 0
-        first = [_plain(L.newest(at, k)) for k in probes]  # cold: ASK/CHECK hand-overs included
+        first = [_plain(_as_lookup(L.newest(at, k), k, d)) for k in probes]  # cold: ASK/CHECK hand-overs included
         assert first == [_plain(G.lookup(d, k, MAX_SEQ, 0)) for k in probes]
         assert {st for st, *_ in first} & {G.ASK, G.CHECK, G.READ}
         assert [db.get(k) for k in probes] == [model.get(k) for k in probes]
         ver.refresh_probe()
         at, _, d = ver.probe_at()
-        warm = [_plain(L.newest(at, k)) for k in probes]
+        warm = [_plain(_as_lookup(L.newest(at, k), k, d)) for k in probes]
+        for k in probes:  # a value comes boxed by the kernel, as bytes
+            v = L.newest(at, k)
+            if type(v) is bytes:
+                assert v == model[k]
+            elif v is None:
+                assert model.get(k) is None
+            else:  # handed over only with a spent seek budget's flag (warm: every filter read, every block checked)
+                assert v[0] & G.SEEK
+                d[layout.SEEK_DUE] = 0
         assert warm == [_plain(G.lookup(d, k, MAX_SEQ, 0)) for k in probes]
         assert {st for st, *_ in warm} >= {G.VALUE, "no value"}
         d[layout.SEEK_DUE] = 0  # (a spent seek budget flags every answer until Python clears it)

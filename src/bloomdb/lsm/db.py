@@ -45,7 +45,6 @@ from .options import MAX_LEVELS, Options
 from .probe import layout
 from .probe.lookup import Reads
 from .probe import lookup as _lookup
-from .probe._get_kernels import VALUE as _VALUE
 from .sstable import DELETED, MISSING
 from .cache import cache_stats, make_cache
 from .version import TableRef, Version
@@ -395,12 +394,12 @@ class DB(WritePath, DictForms):
             return default if v is None else v
         # the common read: one kernel call, no Python frame in between
         p = ver._probe_at or ver.probe_at()  # (address, table bytes, array): held for the call
-        r = _lookup.newest(p[0], key)
-        if r is None:  # missing or deleted
+        r = _lookup.newest(p[0], key)  # the value, None (missing or deleted) or a slot handed over
+        if r is None:
             return default
-        st, s, a, n = r
-        if st == _VALUE:
-            return p[1][s][a : a + n]
+        if type(r) is bytes:
+            return r
+        st, s, a, _ = r
         r = self._reads.finish(ver, key, MAX_SEQ, st, s, a)
         return default if r is MISSING or r is DELETED else r
 

@@ -23,7 +23,10 @@ Counters (directory words ``C_LOOKUPS``, ``C_BLOCKS``, ``C_FOUND``): keys looked
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import box, intrinsic, models, register_model
 
 from ...checksum import HW_RANGES
 from ...hashing._kernels import xxh3_64_bytes
@@ -150,6 +153,67 @@ def lookup(directory, key, snap, start):
                    directory.view(np.uint8), xxh3_64_bytes(key, 0, n), key, 0, n, key, snap, start, True)
 
 
+class Answer(types.Type):
+    """numba type of :func:`lookup_newest`'s answer, ``(status, slot, value offset, value length,
+    value address)``, boxed as what a plain ``get`` needs: for ``VALUE`` the value itself (a new
+    ``bytes`` of ``length`` bytes at ``address + offset``: the table's mapped file, which the
+    caller holds through the directory), ``None`` for ``MISSING`` and ``DELETED``, else the
+    4-tuple ``(status, slot, offset, length)`` for Python to finish (any status with
+    :data:`SEEK`, ``ASK``, ``READ``, ``CHECK``). Boxing the value instead of a tuple saves the
+    tuple, its four ints and Python's slice of the table's bytes (~70 ns per present key,
+    docs/benchmarks.md "Per-call cost of a get")."""
+
+    def __init__(self):
+        super().__init__(name="GetAnswer")
+
+
+_answer_type = Answer()
+
+
+@register_model(Answer)
+class _AnswerModel(models.StructModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, [(f, types.int64) for f in ("st", "s", "a", "n", "addr")])
+
+
+@intrinsic
+def _make_answer(typingctx, st, s, a, n, addr):
+    """The :class:`Answer` of these five integers."""
+    if not all(isinstance(t, types.Integer) for t in (st, s, a, n, addr)):
+        return None
+    sig = _answer_type(st, s, a, n, addr)
+
+    def codegen(context, builder, signature, args):
+        v = cgutils.create_struct_proxy(_answer_type)(context, builder)
+        v.st, v.s, v.a, v.n, v.addr = [context.cast(builder, x, t, types.int64) for x, t in zip(args, signature.args)]
+        return v._getvalue()
+
+    return sig, codegen
+
+
+@box(Answer)
+def _box_answer(typ, val, c):
+    v = cgutils.create_struct_proxy(typ)(c.context, c.builder, value=val)
+    i64 = ir.IntType(64)
+    out = cgutils.alloca_once(c.builder, c.pyapi.pyobj)
+    with c.builder.if_else(c.builder.icmp_signed("==", v.st, i64(VALUE))) as (value, other):
+        with value:
+            ptr = c.builder.inttoptr(c.builder.add(v.addr, v.a), c.pyapi.cstring)
+            c.builder.store(c.pyapi.bytes_from_string_and_size(ptr, v.n), out)  # NULL: the error propagates
+        with other:
+            none = c.builder.or_(c.builder.icmp_signed("==", v.st, i64(MISSING)),
+                                 c.builder.icmp_signed("==", v.st, i64(DELETED)))
+            with c.builder.if_else(none) as (no_value, handed):
+                with no_value:
+                    c.builder.store(c.pyapi.make_none(), out)
+                with handed:
+                    items = [c.pyapi.long_from_longlong(x) for x in (v.st, v.s, v.a, v.n)]
+                    c.builder.store(c.pyapi.tuple_pack(items), out)
+                    for x in items:
+                        c.pyapi.decref(x)
+    return c.builder.load(out)
+
+
 @njit(cache=True)  # keeps the GIL: see the docstring
 def lookup_newest(at, key):
     """:func:`lookup` from slot 0 as of now (``snap`` :data:`NEWEST`): a plain ``get``'s call.
@@ -160,9 +224,10 @@ def lookup_newest(at, key):
     The caller keeps the directory array referenced for the whole call
     (:meth:`bloomdb.lsm.version.Version.probe_at`'s tuple holds both).
     Two arguments instead of four: numba's dispatch costs ~35 ns per argument, a third of a
-    missing key's kernel time (measured, docs/benchmarks.md). Returns ``None`` for a key with
-    no value (``MISSING`` or ``DELETED`` without :data:`SEEK`), else the 4-tuple of
-    :func:`lookup`: boxing ``None`` costs nothing, boxing a tuple ~30 ns per call.
+    missing key's kernel time (measured, docs/benchmarks.md). Returns the value (``bytes``) for
+    ``VALUE``, ``None`` for a key with no value (``MISSING`` or ``DELETED`` without
+    :data:`SEEK`), else the 4-tuple of :func:`lookup` (:class:`Answer`). A value whose bytes
+    would not lie inside its table's file is handed over as ``READ`` (Python's read raises).
     Compiled without ``nogil``: a missing key's call is ~0.2 us, and releasing the GIL around
     it cost ~30 ns per get (thread CPU, 1M-key store, loaded machine) and hands the GIL to any
     thread waiting for it (a flush, a compaction) on every get, the reader then waiting to take
@@ -170,11 +235,14 @@ def lookup_newest(at, key):
     d = i64_view(at, i64_view(at, SLOTS)[WORDS])
     kv = key_view(key)
     n = len(kv)
-    r = _lookup(d, d.view(np.uint64), d.view(np.uint32), d.view(np.uint16),
-                d.view(np.uint8), xxh3_64_bytes(kv, 0, n), kv, 0, n, kv, NEWEST, 0, True)
-    if r[0] == MISSING or r[0] == DELETED:
-        return None
-    return r
+    st, s, a, vl = _lookup(d, d.view(np.uint64), d.view(np.uint32), d.view(np.uint16),
+                           d.view(np.uint8), xxh3_64_bytes(kv, 0, n), kv, 0, n, kv, NEWEST, 0, True)
+    if st != VALUE:
+        return _make_answer(st, s, a, vl, 0)
+    b = SLOTS + s * STRIDE
+    if a < 0 or vl < 0 or a + vl > d[b + S_TLEN]:
+        return _make_answer(READ, s, 0, 0, 0)
+    return _make_answer(st, s, a, vl, d[b + S_TBUF])
 
 
 @njit(cache=True, nogil=True)

@@ -41,7 +41,9 @@ def newest(at: int, key: bytes):
     caller holds, the first word of :meth:`bloomdb.lsm.version.Version.probe_at`; ``key``:
     exactly ``bytes``) through its compiled entry for (``int64``,
     :data:`bloomdb._fastargs.key_bytes`) (:func:`.fastcall.direct`): the first call compiles it
-    and puts the entry in this name's place, so later calls skip the dispatcher."""
+    and puts the entry in this name's place, so later calls skip the dispatcher. Answers the
+    value (``bytes``), ``None`` (no value) or ``(status, slot, offset, length)`` to finish
+    (:meth:`Reads.finish`): :class:`._get_kernels.Answer`."""
     global newest
     newest = direct(G.lookup_newest, (at, key), (nb_types.int64, key_bytes))
     return newest(at, key)
