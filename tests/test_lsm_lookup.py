@@ -266,6 +266,33 @@ def test_a_blocks_first_read_is_checked_in_the_kernel(tmp_path):
         assert [db.get(k) for k in keys[::5]] == [b"value%d" % i for i in range(0, 3000, 5)]
 
 
+def test_the_kernel_keeps_a_blocks_restart_keys_after_its_first_read(tmp_path):
+    """The lookup kernel writes a block's hint (its restart keys' prefix words) into the table's
+    read state on the block's first read, after the checked flags, and later reads go through it
+    with the same answers; blocks never read have none."""
+    from bloomdb.checksum import HW_RANGES
+    from bloomdb.lsm.sstable import _block_kernels as BK, _table_kernels as TK
+
+    keys = [b"k%06d" % i for i in range(3000)]
+    o = _one_table_store(tmp_path / "db", keys)
+    with DB.open(tmp_path / "db", o) as db:
+        ver = db._state[2]
+        ver.probe()
+        t = ver.slots[0].table
+        st, s, a, n = _lookup_past_the_filter(ver, keys[1500])
+        nb = int(t._index[0])
+        words = t._state[TK.hint_pos(nb, 0) :].view(np.uint64).reshape(nb, BK.HINT_WORDS)
+        if not HW_RANGES:
+            assert st == G.CHECK and not words.any()
+            return
+        (blk,) = np.flatnonzero(t._checked).tolist()
+        assert np.flatnonzero(words[:, 0]).tolist() == [blk] and words[blk, 0] != BK.HINT_NONE
+        assert 1 <= int(words[blk, 0]) & 0xFF <= BK.HINT_RESTARTS
+        assert [db.get(k) for k in keys] == [b"value%d" % i for i in range(3000)]
+        assert db.get(b"k001500x") is None and db.get(b"k0015") is None
+        assert (words[:, 0] != 0).all()  # every block read once has its hint
+
+
 def test_a_damaged_block_is_handed_to_python_and_raises(tmp_path):
     """A block whose CRC32C does not match is never marked checked by the kernel: it goes to
     Python (``CHECK``), which raises CorruptionError naming the file; other blocks still read."""

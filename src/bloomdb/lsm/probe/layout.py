@@ -93,7 +93,7 @@ S_TBUF = 9  # address of the table file's bytes (0: no fast read, Python reads)
 S_TLEN = 10  # its length
 S_TIDX = 11  # address of the table's index array (int64, :func:`sstable._table_kernels.parse_index`)
 S_TIDXLEN = 12  # its length in words
-S_TCHK = 13  # address of its checked-block flags (uint8, one per block)
+S_TCHK = 13  # address of its read state (uint8: a checked flag per block, then the blocks' hints)
 S_SEEKS = 14  # address of the table's seek budget (int64[1], :mod:`.seeks`; 0: not charged)
 S_TFW = 15  # address of the table's filter-load words (T_*, below; 0: Python reads the filter)
 S_REC = 16  # the filter record; PARTITIONED: R_OFF = partition table index, R_LEN = partitions

@@ -171,51 +171,17 @@ def _entry_head(buf, p, end):
     return shared, unshared, vlen, p
 
 
-@njit(cache=True, nogil=True)
-def block_get(buf, start, size, key, snap):
-    """Search one data block for the newest version of ``key`` with sequence ``<= snap``.
-
-    Returns ``(status, value offset, value length)``: status 1 value, 2 deletion, 0 missing,
-    -1 malformed block. Cost: a binary search over restart points plus at most one restart
-    interval of entries, each compared from the first byte that may differ from ``key`` (the
-    bytes it shares with the entry before it are not compared again): 557 -> 435 ns per
-    present-key lookup with the block in cache (docs/benchmarks.md, seventh session).
-
-    A block not in cache costs a memory miss per cache line the search steps on, each one waiting
-    for the line before (an entry's varints give the next entry's place). So the lines are asked
-    for ahead (:func:`_prefetch_span`, never faults): every restart entry's once the restart array
-    is read (at most 16 restarts), then the whole chosen restart interval: the misses overlap
-    (~1160 -> ~940 ns per present key of a 1M store read at random, kernel only; loaded
-    machine, docs/benchmarks.md "getpath").
-    """
-    nr, rpos = _restarts(buf, start, size)
-    if nr < 0:
-        return ST_CORRUPT, 0, 0
-    end = rpos
-    if nr <= 16:
-        for t in range(1, nr):
-            _prefetch_span(buf, start + _r32(buf, rpos + 4 * t), start, end, 1)
-    # last restart whose user key < key
-    lo = 0
-    hi = nr
-    while hi - lo > 1:
-        mid = (lo + hi) >> 1
-        shared, unshared, vlen, p = _entry_head(buf, start + _r32(buf, rpos + 4 * mid), end)
-        if p < 0 or shared != 0 or unshared < 8 or p + unshared > end:
-            return ST_CORRUPT, 0, 0
-        if _cmp_user(buf, p, unshared - 8, key) < 0:
-            lo = mid
-        else:
-            hi = mid
+@njit(cache=True, nogil=True, inline="always")
+def _scan(buf, size, end, p, key, snap, strict):
+    """The entries of a block from ``p`` (a restart entry) up to ``end`` (its restart array),
+    for the newest version of ``key`` with sequence ``<= snap``: ``(status, value offset, value
+    length)`` as :func:`block_get`'s. ``strict``: ``p`` was chosen from a hint
+    (:func:`block_get_hinted`): when the entry at ``p`` does not sort strictly before ``key``
+    the hint is not to be trusted and the status is ``ST_RETRY`` (search the whole block)."""
     scratch = np.empty(min(size, 128), np.uint8)  # the current entry's key; grown for a longer one
     klen = 0
     tl = len(key)
     m = 0  # the current entry's user key and ``key`` agree on their first m bytes
-    p = start + _r32(buf, rpos + 4 * lo)
-    if lo + 1 < nr:  # the interval: up to the next restart entry
-        _prefetch_span(buf, p, start, start + _r32(buf, rpos + 4 * (lo + 1)), 0)
-    else:
-        _prefetch_span(buf, p, start, end, 0)
     while p < end:
         shared, unshared, vlen, p = _entry_head(buf, p, end)
         if p < 0 or shared > klen or p + unshared + vlen > end or shared + unshared < 8:
@@ -240,6 +206,10 @@ def block_get(buf, start, size, key, snap):
             c = -1 if scratch[j] < key[j] else 1
         else:
             c = 0 if ulen == tl else (-1 if ulen < tl else 1)
+        if strict:
+            if c >= 0:
+                return ST_RETRY, 0, 0
+            strict = False
         if c > 0:
             return ST_MISSING, 0, 0
         if c == 0:
@@ -252,6 +222,122 @@ def block_get(buf, start, size, key, snap):
                 return ST_DELETED, p, 0
         p += vlen
     return ST_MISSING, 0, 0
+
+
+@njit(cache=True, nogil=True)
+def block_get(buf, start, size, key, snap):
+    """Search one data block for the newest version of ``key`` with sequence ``<= snap``.
+
+    Returns ``(status, value offset, value length)``: status 1 value, 2 deletion, 0 missing,
+    -1 malformed block. Cost: a binary search over restart points plus at most one restart
+    interval of entries, each compared from the first byte that may differ from ``key`` (the
+    bytes it shares with the entry before it are not compared again): 557 -> 435 ns per
+    present-key lookup with the block in cache (docs/benchmarks.md, seventh session).
+
+    A block not in cache costs a memory miss per cache line the search steps on, each one waiting
+    for the line before (an entry's varints give the next entry's place). So the lines are asked
+    for ahead (:func:`_prefetch_span`, never faults): every restart entry's once the restart array
+    is read (at most 16 restarts), then the whole chosen restart interval: the misses overlap
+    (~1160 -> ~940 ns per present key of a 1M store read at random, kernel only; loaded
+    machine, docs/benchmarks.md "getpath"). :func:`block_get_hinted` skips the restart array
+    and the restart entries when the block's restart keys are known already.
+    """
+    nr, rpos = _restarts(buf, start, size)
+    if nr < 0:
+        return ST_CORRUPT, 0, 0
+    end = rpos
+    if nr <= 16:
+        for t in range(1, nr):
+            _prefetch_span(buf, start + _r32(buf, rpos + 4 * t), start, end, 1)
+    # last restart whose user key < key
+    lo = 0
+    hi = nr
+    while hi - lo > 1:
+        mid = (lo + hi) >> 1
+        shared, unshared, vlen, p = _entry_head(buf, start + _r32(buf, rpos + 4 * mid), end)
+        if p < 0 or shared != 0 or unshared < 8 or p + unshared > end:
+            return ST_CORRUPT, 0, 0
+        if _cmp_user(buf, p, unshared - 8, key) < 0:
+            lo = mid
+        else:
+            hi = mid
+    p = start + _r32(buf, rpos + 4 * lo)
+    if lo + 1 < nr:  # the interval: up to the next restart entry
+        _prefetch_span(buf, p, start, start + _r32(buf, rpos + 4 * (lo + 1)), 0)
+    else:
+        _prefetch_span(buf, p, start, end, 0)
+    return _scan(buf, size, end, p, key, snap, False)
+
+
+# -- block hints: a data block's restart keys kept in memory ------------------------------------
+#: a block's hint: ``HINT_WORDS`` uint64 words (one cache line). Word 0: the number of restarts
+#: (bits 0-7; 0: no hint yet; ``HINT_NONE``: the block has none, read it whole) and the offsets of
+#: restarts 1..3 in the block (16 bits each from bit 8); words 1..6: the two big-endian prefix
+#: words (:func:`key_words`) of the user keys of restarts 1..3
+HINT_WORDS = 8
+HINT_RESTARTS = 4  #: at most this many restarts in a hinted block
+HINT_NONE = 0xFF
+ST_RETRY = -3  #: :func:`_scan`: the hint led past the key, search the whole block
+
+
+@njit(cache=True, nogil=True)
+def block_hint(buf, start, size, out, pos):
+    """Write data block ``buf[start:start+size]``'s hint into ``out[pos:pos+8*HINT_WORDS]``
+    (uint8, ``pos`` a multiple of 8) and return its word 0: ``HINT_NONE`` for a block with more
+    than :data:`HINT_RESTARTS` restarts, a restart past 64 KiB, or bytes that do not parse.
+    The key words are written before word 0; a reader on another thread that sees word 0 but
+    stale key words is caught by :func:`block_get_hinted`'s check. Cost: the restart array and
+    up to three restart entries (the block is in cache on its first read: its CRC was just
+    checked)."""
+    nr, rpos = _restarts(buf, start, size)
+    h = np.uint64(HINT_NONE)
+    if 1 <= nr <= HINT_RESTARTS and _r32(buf, rpos) == 0:
+        h = np.uint64(nr)
+        for t in range(1, nr):
+            off = _r32(buf, rpos + 4 * t)
+            if off >= 65536:
+                h = np.uint64(HINT_NONE)
+                break
+            shared, unshared, vlen, p = _entry_head(buf, start + off, rpos)
+            if p < 0 or shared != 0 or unshared < 8 or p + unshared > rpos:
+                h = np.uint64(HINT_NONE)
+                break
+            k0, k1 = key_words(buf, p, unshared - 8)
+            store_u64(out, pos + 16 * t - 8, k0)
+            store_u64(out, pos + 16 * t, k1)
+            h |= np.uint64(off) << np.uint64(16 * t - 8)
+    store_u64(out, pos, h)
+    return h
+
+
+@njit(cache=True, nogil=True, inline="always")
+def block_get_hinted(buf, start, size, h, hints, pos, key, k0, k1, snap):
+    """:func:`block_get` through the block's hint (word 0 ``h``, the words at ``hints[pos:]``,
+    ``h`` neither 0 nor ``HINT_NONE``; ``(k0, k1)``: ``key``'s prefix words): the restart interval
+    is chosen from the hint's key words -- the last restart whose words sort strictly below
+    ``key``'s, which sorts strictly below ``key`` -- and only its lines are fetched: no wait for
+    the restart array, then for the restart entries. Ties (equal words) take the interval before,
+    which the scan reads on from. Returns ``ST_RETRY`` when the entry the hint names does not
+    sort below ``key`` (a hint read while another thread wrote it): the caller searches the
+    whole block."""
+    nr = np.int64(h & np.uint64(0xFF))
+    r = 0
+    for t in range(1, nr):
+        w0 = load_u64(hints, pos + 16 * t - 8)
+        w1 = load_u64(hints, pos + 16 * t)
+        if w0 < k0 or (w0 == k0 and w1 < k1):
+            r = t
+        else:
+            break
+    end = start + size - 4 - 4 * nr
+    p = start
+    if r > 0:
+        p += np.int64((h >> np.uint64(16 * r - 8)) & np.uint64(0xFFFF))
+    iend = end
+    if r + 1 < nr:
+        iend = start + np.int64((h >> np.uint64(16 * r + 8)) & np.uint64(0xFFFF))
+    _prefetch_span(buf, p, start, iend, 0)
+    return _scan(buf, size, end, p, key, snap, r > 0)
 
 
 @njit(cache=True, nogil=True)

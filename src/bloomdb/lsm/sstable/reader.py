@@ -86,6 +86,15 @@ def _check_index(index: np.ndarray, path: str, meta) -> None:
         raise CorruptionError("index keys out of order", path)
 
 
+def _read_state(n: int) -> np.ndarray:
+    """A table's read state for the lookup kernel (:func:`_table_kernels.read_state_size`
+    zero bytes: ``n`` checked flags, then a hint per block), its hints on cache-line boundaries."""
+    size = TK.read_state_size(n)
+    raw = np.zeros(size + 63, np.uint8)
+    a = -raw.ctypes.data % 64
+    return raw[a : a + size]
+
+
 class Table:
     """A read-only table. Thread-safe: its state only grows (checked blocks, loaded filter)."""
 
@@ -108,7 +117,9 @@ class Table:
         self._facts = None  # (entries, deletions, has range tombstones) when the open kernel read them
         if not self._open_fast():
             self._open_checked()
-        self._checked = np.zeros(int(self._index[0]), np.uint8)  # 1: block's CRC checked, raw
+        #: the lookup kernel's read state (:func:`_read_state`): the checked flags, then the blocks' hints
+        self._state = _read_state(int(self._index[0]))
+        self._checked = self._state[: int(self._index[0])]  # 1: block's CRC checked, raw
         self._cache = cache
         self._filter = None
         self._filter_loaded = False
@@ -375,9 +386,9 @@ class Table:
     @property
     def index_memory(self) -> int:
         """Bytes the index holds in memory: the kernel's index array, the last keys, the
-        per-block checked flags."""
+        per-block checked flags and hints (64 bytes a block: its restart keys)."""
         keys = self._last_keys
-        return self._index.nbytes + self._checked.nbytes + (sum(map(len, keys)) if keys is not None else 0)
+        return self._index.nbytes + self._state.nbytes + (sum(map(len, keys)) if keys is not None else 0)
 
     # -- blocks -------------------------------------------------------------------------------
     @property
@@ -387,14 +398,16 @@ class Table:
         return self._buf if len(self._arr) else None
 
     def lookup_arrays(self):
-        """``(file bytes, index array, checked-block flags)``: what the store's lookup kernel
+        """``(file bytes, index array, read state)``: what the store's lookup kernel
         (:mod:`bloomdb.lsm.probe._get_kernels`) reads a point lookup through, by address, in the
         same call that probes the filters; ``None`` (an empty file) sends every read through
-        :meth:`get`. A block whose flag is 0 (CRC32C not checked yet, or compressed) is handed
-        back to :meth:`get`. The caller keeps the arrays referenced while it may read them."""
+        :meth:`get`. The read state starts with a flag per block: a block whose flag is 0 (CRC32C
+        not checked yet, or compressed) is handed back to :meth:`get`; the lookup kernel keeps
+        each block's hint after the flags (:func:`_table_kernels.table_get_hinted`). The caller
+        keeps the arrays referenced while it may read them."""
         if not len(self._arr):
             return None
-        return self._arr, self._index, self._checked
+        return self._arr, self._index, self._state
 
     def block(self, i: int):
         """``(array, bytes-like, offset, size)`` of data block ``i``, checked; may raise CorruptionError."""
