@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from bloomdb._fastargs import key_bytes, key_view
+from bloomdb._fastargs import address, address_value, key_bytes, key_view
 from bloomdb.lsm import DB
 from bloomdb.lsm.probe import _get_kernels as G, layout, lookup as L
 from bloomdb.lsm.probe.fastcall import direct
@@ -48,6 +48,23 @@ def test_anything_but_bytes_for_a_key_bytes_argument_raises_type_error(bad):
     entry = direct(_digest, (b"x",), (key_bytes,))
     with pytest.raises(TypeError):
         entry(bad)
+
+
+@njit
+def _twice(a):
+    return address_value(a) * 2
+
+
+def test_an_address_argument_is_the_int_itself():
+    entry = direct(_twice, (8,), (address,))
+    assert entry is not _twice
+    for a in (0, 1, 8, 2**30 - 1, 2**30, 2**31 + 8, 2**47 + 16, 2**61):  # one, two and three 30-bit digits
+        assert entry(a) == _twice(a) == 2 * a
+    for bad in (1.5, "8", None, b"8"):
+        with pytest.raises(TypeError):
+            entry(bad)
+    with pytest.raises(OverflowError):
+        entry(2**64)
 
 
 def test_key_view_in_python_is_a_view_of_the_bytes():

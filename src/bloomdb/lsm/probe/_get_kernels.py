@@ -34,7 +34,7 @@ from ...hashing._kernels import xxh3_64_bytes
 from ..sstable._block_kernels import _r32
 from ..sstable._table_kernels import ST_UNCHECKED, hint_pos, table_get_hinted
 from ..sstable.block import RAW, TRAILER
-from ..._fastargs import key_view
+from ..._fastargs import address_value, key_view
 from ..._intrinsics import i64_view, u8_view
 from ._probe_kernels import _charge, _probe, prescreen
 from .layout import (C_BLOCKS, C_CHECKS, C_FOUND, C_LOOKUPS, C_POSITIVE, C_USEFUL, F_BLOCKED, F_MAPPED, FILTER, R_FAM,
@@ -225,8 +225,9 @@ def lookup_newest(at, key):
     """:func:`lookup` from slot 0 as of now (``snap`` :data:`NEWEST`): a plain ``get``'s call.
     ``at``: the ADDRESS of a probe directory array (``ndarray.ctypes.data``; the array's
     :data:`.layout.WORDS` word gives its length), ``key``: the key, compiled for
-    :data:`bloomdb._fastargs.key_bytes` (:mod:`bloomdb._fastargs`: no meminfo for either, no
-    atomic reference counting in the kernel; a ``bytes`` key through the dispatcher works too).
+    (:data:`bloomdb._fastargs.address`, :data:`bloomdb._fastargs.key_bytes`)
+    (:mod:`bloomdb._fastargs`: no meminfo for either, no atomic reference counting in the
+    kernel; ``int`` and ``bytes`` through the dispatcher work too).
     The caller keeps the directory array referenced for the whole call
     (:meth:`bloomdb.lsm.version.Version.probe_at`'s tuple holds both).
     Two arguments instead of four: numba's dispatch costs ~35 ns per argument, a third of a
@@ -238,7 +239,8 @@ def lookup_newest(at, key):
     it cost ~30 ns per get (thread CPU, 1M-key store, loaded machine) and hands the GIL to any
     thread waiting for it (a flush, a compaction) on every get, the reader then waiting to take
     it back; other threads' gets wait at most one lookup."""
-    d = i64_view(at, i64_view(at, SLOTS)[WORDS])
+    a0 = address_value(at)
+    d = i64_view(a0, i64_view(a0, SLOTS)[WORDS])
     kv = key_view(key)
     n = len(kv)
     st, s, a, vl = _lookup(d, d.view(np.uint64), d.view(np.uint32), d.view(np.uint16),

@@ -21,9 +21,7 @@ a filter lets through), plus a slice for a value.
 from __future__ import annotations
 
 import numpy as np
-from numba import types as nb_types
-
-from ..._fastargs import key_bytes
+from ..._fastargs import address, key_bytes
 
 from ..sstable import DELETED, MISSING
 from . import _get_kernels as G
@@ -39,13 +37,13 @@ _ANSWER = {G.MISSING: MISSING, G.DELETED: DELETED}
 def newest(at: int, key: bytes):
     """:func:`._get_kernels.lookup_newest` (``at``: the address of a probe directory array the
     caller holds, the first word of :meth:`bloomdb.lsm.version.Version.probe_at`; ``key``:
-    exactly ``bytes``) through its compiled entry for (``int64``,
+    exactly ``bytes``) through its compiled entry for (:data:`bloomdb._fastargs.address`,
     :data:`bloomdb._fastargs.key_bytes`) (:func:`.fastcall.direct`): the first call compiles it
     and puts the entry in this name's place, so later calls skip the dispatcher. Answers the
     value (``bytes``), ``None`` (no value) or ``(status, slot, offset, length)`` to finish
     (:meth:`Reads.finish`): :class:`._get_kernels.Answer`."""
     global newest
-    newest = direct(G.lookup_newest, (at, key), (nb_types.int64, key_bytes))
+    newest = direct(G.lookup_newest, (at, key), (address, key_bytes))
     return newest(at, key)
 
 
