@@ -501,6 +501,10 @@ def format_runs(runs: list[EngineRun]) -> str:
                      f"memory held by filters {s['filter_memory_bytes']:,} B, by indexes {s['index_memory_bytes']:,} B")
         lines.append(f"bloomdb tables per level {s['tables_per_level']}, write amplification "
                      f"{s['write_amplification']:.2f}")
+        if "store_filter_bytes" in s:
+            lines.append(f"bloomdb store filter: {s['store_filter_bytes']:,} B, covers the version "
+                         f"{'yes' if s['store_filter_covers'] else 'no'}, checks {s['store_filter_checks']:,}, "
+                         f"negatives {s['store_filter_negatives']:,} (missing at once, no table filter)")
         if "before_reopen" in s:
             b = s["before_reopen"]
             lines.append(f"bloomdb before the first reopen: tables per level {b['tables_per_level']}, "

@@ -9,7 +9,9 @@ to a table as soon as it exists (in L0, or as deep as L2 when its keys overlap n
 tasks) through :func:`.compaction.executor.run`. A flush never queues behind a compaction (a
 compaction of L0 and L1 takes many memtables' worth of time; LevelDB gets the same by checking for
 an immutable memtable between the keys of a compaction): a writer that filled its memtable waits
-for the previous flush only, not for the compaction running beside it. The two may run at once:
+for the previous flush only, not for the compaction running beside it. Between flushes the flush
+thread keeps the store filter (:mod:`.store_filter`): a rebuild or the scan of uncovered tables,
+one bounded step at a time, so no flush runs during a step. The two may run at once:
 a flush only adds an L0 table newer than anything a compaction reads, and each edit is installed
 by its store (``DB._install``: the manifest through the version set, then one state swap, under
 the store's lock) against the version current then. A failure in either stops the store's writes
@@ -96,11 +98,13 @@ class Background:
     def start(self) -> None:
         """The opened store runs: inline, the compactions it needs now; threaded, the threads
         start now only if a flush or compaction is due (else on the first wake-up)."""
+        sf = self.db._sf
         if self.thread is None:
             self.compact_inline()
             return
         with self.db._lock:
-            if self.db._imm is not None or self.db._switch_due is not None or self.pick() is not None:
+            if (self.db._imm is not None or self.db._switch_due is not None or self.pick() is not None
+                    or (sf is not None and sf.due)):
                 self.db._cond.notify_all()
 
     def ensure_started(self) -> None:
@@ -218,9 +222,11 @@ class Background:
 
     def _flush_loop(self) -> None:
         db = self.db
+        sf = db._sf
         while True:
             with db._lock:
-                while not db._closing and db._bg_error is None and db._imm is None and db._switch_due is None:
+                while (not db._closing and db._bg_error is None and db._imm is None and db._switch_due is None
+                       and not (sf is not None and sf.due)):
                     db._cond.wait()
                 if db._bg_error is None and db._imm is None and db._switch_due is not None:
                     # a reopen's big memtable (:func:`.recovery._resume`): switched out here, then
@@ -232,9 +238,13 @@ class Background:
                     if due is db._mem and not self._guard(db._switch_memtable):
                         return
                     continue
-                if db._bg_error is not None or db._imm is None:  # an error, or closing with nothing to flush
+                upkeep = db._imm is None and db._bg_error is None and not db._closing and sf is not None and sf.due
+                if not upkeep and (db._bg_error is not None or db._imm is None):  # an error, or closing with nothing to flush
                     db._cond.notify_all()
                     return
+            if upkeep:  # the store filter's maintenance, a bounded step: a flush due meanwhile goes first
+                sf.step(db)
+                continue
             if not self._guard(db._flush_imm):
                 return
 
@@ -263,16 +273,29 @@ class Background:
             return False
 
     def compact_inline(self) -> None:
-        """Run every compaction the policy asks for now, in the caller."""
+        """Run every compaction the policy asks for now, in the caller; then the store filter's
+        maintenance, if due (:meth:`store_filter_inline`)."""
         while self.compact_once():
             pass
+        self.store_filter_inline()
+
+    def store_filter_inline(self) -> None:
+        """Inline stores: every store-filter step due (:meth:`.store_filter.StoreFilter.run_all`),
+        in the writer under the store's lock, as inline flushes run."""
+        sf = self.db._sf
+        if sf is not None and sf.due:
+            with self.db._lock:
+                sf.run_all(self.db)
 
     def wait_idle(self) -> None:
-        """Block until no flush or compaction is pending (threaded; inline work is never pending)."""
+        """Block until no flush, compaction or store-filter step is pending (threaded; inline work
+        is never pending)."""
         db = self.db
         with db._lock:
+            sf = db._sf
             while self.thread is not None and db._bg_error is None and (db._imm is not None or db._switch_due is not None
-                                                                            or self.pick() is not None):
+                                                                            or self.pick() is not None
+                                                                            or (sf is not None and sf.due)):
                 db._cond.notify_all()  # work may have appeared without a wake-up (a snapshot released)
                 db._cond.wait(0.05)
 

@@ -48,6 +48,7 @@ from .probe import lookup as _lookup
 from .sstable import DELETED, MISSING
 from .cache import cache_stats, make_cache
 from .version import TableRef, Version
+from .store_filter import StoreFilter, stats as _sf_stats
 from .version_set import VersionSet
 from .writer import WritePath
 
@@ -153,7 +154,8 @@ class DB(WritePath, DictForms):
         self._reads = Reads()
         self._probe_base = np.zeros(layout.N_COUNTERS, np.int64)
         self._iterators: weakref.WeakSet = weakref.WeakSet()
-        self._vs = VersionSet(self._fs, path, self._cache, options.filter_file)
+        self._sf = StoreFilter() if options.store_filter and not read_only else None  # :mod:`.store_filter`
+        self._vs = VersionSet(self._fs, path, self._cache, options.filter_file, self._sf)
         self._bg = Background(self, options.background_compaction and not read_only)
         self._cond = self._bg.cond  # its notifies start the background threads when they have not started
         opening.open_store(self, read_only)  # recovery, or a read-only load; errors name the path
@@ -196,6 +198,8 @@ class DB(WritePath, DictForms):
         number = self._new_file_number()
         info, table = executor.write_table(TaskContext(self, 0), number, arrays, level, last, mem.rdels)
         self._stats["bytes_flushed"] += info.file_size
+        if self._sf is not None:  # its keys into the store filter before the table is installed
+            self._sf.flushed(number, arrays[0], arrays[1])
         return TableRef(level, info, table)
 
     # -- closing ------------------------------------------------------------------------------
@@ -513,6 +517,7 @@ class DB(WritePath, DictForms):
             self._switch_memtable()
             if self._bg.thread is None:
                 self._flush_imm()
+                self._bg.store_filter_inline()
                 return
             while self._imm is not None:
                 self._cond.wait()
@@ -561,16 +566,17 @@ class DB(WritePath, DictForms):
         damaged filters, data blocks read, block-cache hits, tables and bytes per level, write
         amplification (table bytes written / user bytes logged), read amplification (data blocks
         read per key looked up in the tables: ~1 for present keys, ~the false-positive rate for
-        absent ones) and the memory held by filters (read so far; the probe directory points at
-        them in place) and by the tables' indexes."""
+        absent ones), the memory held by filters (read so far, in place; the store filter's too) and
+        by the tables' indexes, and the store filter's fields (:func:`.store_filter.stats`)."""
         mem, imm, ver = self._state
         counters = self._probe_base.copy()
         if ver._probe is not None:
             counters += ver.refresh_probe()[0][layout.COUNTERS]
         st = self._stats
-        checks, useful, positive, blocks, lookups, found = self._reads.totals(counters)
+        checks, useful, positive, blocks, lookups, found, sf_checks, sf_neg = self._reads.totals(counters)
         refs = ver.all_refs()
         held = ver.memory()
+        sf = _sf_stats(self._sf, ver, sf_checks, sf_neg)
         wal_bytes = st["wal_bytes"] + (self._log.bytes if self._log is not None else 0)
         logged = max(1, wal_bytes)
         return {
@@ -590,7 +596,7 @@ class DB(WritePath, DictForms):
             "write_amplification": (st["bytes_flushed"] + st["bytes_compacted"]) / logged if wal_bytes else 0.0,
             "table_lookups": lookups,
             "read_amplification": blocks / max(1, lookups),
-            "filter_memory_bytes": held[0],
+            "filter_memory_bytes": held[0] + sf["store_filter_bytes"], **sf,
             "index_memory_bytes": held[1],
             "memtable_entries": len(mem) + (len(imm) if imm is not None else 0),
             "last_sequence": self._seq, **cache_stats(self._cache),

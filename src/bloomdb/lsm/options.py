@@ -103,6 +103,12 @@ class Options:
       (size, inode, modification time); else the table is opened at once. Default route only
       (not with ``cache_bytes``, not read-only). ``False``: no filter file is written or read;
       every table is opened (mapped, its index read) by ``DB.open``.
+    * ``store_filter`` (``True``): one filter over the keys of every table of the store
+      (:mod:`.store_filter`), checked first by a point lookup: a key it rejects is missing at
+      once, one filter line whatever the shape of the levels (else one line per candidate table).
+      Kept up by flushes, rebuilt bigger in the flush thread as the store grows, saved at close
+      in the file ``STOREFILTER`` (derived: a missing, damaged or stale one is rebuilt, never
+      trusted). ~1.5 bytes a key. Not for a read-only open. ``False``: none is kept or read.
     * ``partitioned_filters``: instead of one filter per table, one per
       ``filter_partition_blocks`` (16) data blocks, each read on demand (and kept) by the first
       lookup that needs it, found through a small partition index -- for tables too big to keep
@@ -154,6 +160,7 @@ class Options:
     pin_top_level_filters: bool = True
     max_open_files: int = 1000
     filter_file: bool = True
+    store_filter: bool = True
 
     def with_fields(self, fields: dict) -> "Options":
         """A copy with ``fields`` (name -> value) replaced (``self`` when empty); an unknown
@@ -191,7 +198,7 @@ class Options:
             raise InvalidArgument(f"Options.level_ratio must be a finite number > 1, got {r!r}")
         for name in ("optimize_filters_for_hits", "partitioned_filters", "paranoid_checks",
                      "create_if_missing", "error_if_exists", "background_compaction", "whole_key_filtering",
-                     "pin_top_level_filters", "filter_file"):
+                     "pin_top_level_filters", "filter_file", "store_filter"):
             if not isinstance(getattr(self, name), bool):
                 raise InvalidArgument(f"Options.{name} must be True or False, got {getattr(self, name)!r}")
         _check_compression(self.compression)

@@ -30,7 +30,10 @@ class TableRef:
 
 
 class Version:
-    def __init__(self, levels: list[list[TableRef]]):
+    def __init__(self, levels: list[list[TableRef]], store_filter=None):
+        #: the store's :class:`~.store_filter.StoreFilter` (None: none), asked once, when the
+        #: directory is built, whether it covers this version's tables
+        self.store_filter = store_filter
         lv = [list(x) for x in levels] + [[] for _ in range(MAX_LEVELS - len(levels))]
         lv[0].sort(key=lambda r: (r.info.max_seq, r.number), reverse=True)
         for i in range(1, MAX_LEVELS):
@@ -50,7 +53,7 @@ class Version:
         levels = [[r for r in level if r.number not in deleted] for level in self.levels]
         for r in added:
             levels[r.level].append(r)
-        return Version(levels)
+        return Version(levels, self.store_filter)
 
     def all_refs(self):
         return self.slots
@@ -81,7 +84,8 @@ class Version:
             return p
         with self._lock:
             if self._probe is None:
-                self.directory = Directory(self.slots, self.levels)
+                sf = self.store_filter
+                self.directory = Directory(self.slots, self.levels, None if sf is None else sf.record_for(self))
                 d = self.directory.array
                 bufs = [r.table.value_bytes for r in self.slots]
                 self._probe_at = (d.ctypes.data, bufs, d)  # first: probe_at() finds it once _probe is set

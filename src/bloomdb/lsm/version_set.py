@@ -51,20 +51,23 @@ class Edit:
     """An edit between :meth:`VersionSet.prepare` and its commit: the version it makes, the
     manifest state recording it, the reservation and oldest live log that state holds."""
 
-    __slots__ = ("version", "state", "reserved", "log_number")
+    __slots__ = ("version", "state", "reserved", "log_number", "deleted", "added")
 
-    def __init__(self, version: Version, state: mf.ManifestState, reserved: int, log_number: int):
+    def __init__(self, version: Version, state: mf.ManifestState, reserved: int, log_number: int, deleted=(), added=()):
         self.version, self.state, self.reserved, self.log_number = version, state, reserved, log_number
+        self.deleted, self.added = deleted, added  # the tables it removes (numbers) and adds (refs)
 
 
 class VersionSet:
     """The current version of the store at ``path`` and everything that makes it durable."""
 
-    def __init__(self, fs, path: str, cache, use_filter_file: bool = True):
+    def __init__(self, fs, path: str, cache, use_filter_file: bool = True, store_filter=None):
         self._fs = fs
         self.path = path
         self._cache = cache
-        self.current = Version([[] for _ in range(MAX_LEVELS)])
+        #: the store's :class:`.store_filter.StoreFilter` (None: none), handed to every version
+        self.store_filter = store_filter
+        self.current = Version([[] for _ in range(MAX_LEVELS)], store_filter)
         self.next_file = 1
         self.reserved = 1  # numbers below it were reserved by a durable manifest
         self.log_number = 0  # the oldest log still needed (manifest's view)
@@ -80,10 +83,14 @@ class VersionSet:
 
     def save_filters(self) -> None:
         """Write the filter file of the current version's tables if its set of tables changed
-        since the open (:func:`.filter_file.save`; a failed write leaves no file: it is a cache).
+        since the open (:func:`.filter_file.save`; a failed write leaves no file: it is a cache),
+        and the store filter's file if it changed (:meth:`.store_filter.StoreFilter.save`).
         Nothing before :meth:`recover` ended (a refused or failed open writes nothing)."""
-        if self.filter_file_ok and self.filters_known is not None:
+        recovered = self.filters_known is not None
+        if self.filter_file_ok and recovered:
             self.filters_known = filter_file.save(self._fs, self.path, self.current.all_refs(), self.filters_known)
+        if self.store_filter is not None and recovered:
+            self.store_filter.save(self._fs, self.path, self.current)
 
     def release(self) -> None:
         """Forget every table (the store is closing): the current version becomes empty, so each
@@ -148,7 +155,7 @@ class VersionSet:
         levels = [[] for _ in range(MAX_LEVELS)]
         for r in refs:
             levels[r.level].append(r)
-        self.current = Version(levels)
+        self.current = Version(levels, self.store_filter)
         self.filters_known = frozenset(lazy)
         self.last_seq = max([state.last_seq] + [r.info.max_seq for r in refs])
         logs = []
@@ -250,7 +257,7 @@ class VersionSet:
         reserved = self.reserved if self.reserved - self.next_file >= RESERVE // 2 else self.next_file + RESERVE
         tables = [(r.level, r.info) for r in version.all_refs()]
         self.writing = True
-        return Edit(version, mf.ManifestState(reserved, last_seq, log_number, tables), reserved, log_number)
+        return Edit(version, mf.ManifestState(reserved, last_seq, log_number, tables), reserved, log_number, deleted, added)
 
     def write_edit(self, edit: Edit) -> None:
         """Write ``edit``'s manifest record (durably, :meth:`_write_manifest`). Needs no lock:
@@ -270,6 +277,8 @@ class VersionSet:
         self.log_number = edit.log_number
         self.reserved = max(self.reserved, edit.reserved)
         self.writing = False
+        if self.store_filter is not None:  # its covered tables follow the edit (:mod:`.store_filter`)
+            self.store_filter.installed(set(edit.deleted), list(edit.added), edit.version)
         return old
 
     def abort(self, edit: Edit) -> None:

@@ -23,6 +23,10 @@ step are independent and the CPU runs many of them at once:
    -- runs :func:`._get_kernels._lookup` from slot 0 as ``lookup_many`` does (which counts
    itself: the checks of step 4 of such a key are not counted).
 
+With a store filter in the directory (:mod:`bloomdb.lsm.store_filter`), step 1 also checks
+it per key: a key it rejects gets no candidate and is ``MISSING`` (counted as a lookup and a
+store-filter negative).
+
 The candidates are :func:`._probe_kernels._probe`'s (L0 slots whose range holds the key, then
 per level the first table whose max key is ``>=`` the key if its min key is ``<=`` it), so the
 answers are exactly :func:`._get_kernels.lookup_many`'s: a key is declared missing here only
@@ -42,8 +46,8 @@ from ...filters._blocked_kernels import check_bits_inline
 from ...hashing._kernels import xxh3_64_bytes
 from ..sstable._block_kernels import _first_not_below, key_words
 from ._get_kernels import MISSING, _lookup
-from ._probe_kernels import below, blocked_line, max_ok, min_ok
-from .layout import C_CHECKS, C_LOOKUPS, C_USEFUL, LEVEL_COUNT, LEVEL_FIRST, N_L0, NUM_LEVELS, S_MAX_W, SLOTS, STRIDE
+from ._probe_kernels import _check, below, blocked_line, max_ok, min_ok, sf_line
+from .layout import C_CHECKS, C_LOOKUPS, C_SF_CHECKS, C_SF_NEG, C_USEFUL, R_FAM, SF, LEVEL_COUNT, LEVEL_FIRST, N_L0, NUM_LEVELS, S_MAX_W, SLOTS, STRIDE
 
 CHUNK = 64  #: keys per step: their filter lines (~4 per key) stay in L1 between the prefetch and the check
 
@@ -74,6 +78,10 @@ def lookup_batch(directory, data, lens, snap, out):
     kw1 = np.empty(CHUNK, np.uint64)
     lo = np.empty(CHUNK, np.int64)
     full = np.empty(CHUNK, np.bool_)  # the key needs the full lookup
+    neg = np.empty(CHUNK, np.bool_)  # the store filter said "definitely not"
+    sf = meta[SF + R_FAM] != 0
+    sfl = np.zeros(CHUNK, np.int64)  # per key: its store-filter line's address, and k
+    sfk = np.zeros(CHUNK, np.int64)
     cands = np.empty(CHUNK, np.int64)  # its candidate filters
     found = 0
     for c0 in range(0, m, CHUNK):
@@ -85,6 +93,18 @@ def lookup_batch(directory, data, lens, snap, out):
             kw0[i], kw1[i] = key_words(data, a, n)
             full[i] = False
             cands[i] = 0
+            if sf:  # the store filter's line, prefetched (0: not a blocked one in place)
+                sfl[i], sfk[i] = sf_line(meta, u64, hs[i])
+        # the store filter's "definitely not" (:mod:`bloomdb.lsm.store_filter`): no candidate
+        # is looked for; a "may contain" is checked (and counted) again by _lookup, in cache
+        for i in range(cn):
+            if not sf:
+                neg[i] = False
+            elif sfl[i] != 0:
+                neg[i] = not check_bits_inline(u32_view(sfl[i], 16), 0, hs[i] >> np.uint64(32), sfk[i])
+            else:
+                a = offsets[c0 + i]
+                neg[i] = not _check(meta, u64, w32, u16, bounds, SF, hs[i], data, a, offsets[c0 + i + 1] - a)
         t = 0
         for s in range(n0):
             base = SLOTS + s * STRIDE
@@ -92,7 +112,7 @@ def lookup_batch(directory, data, lens, snap, out):
                 a = offsets[c0 + i]
                 n = offsets[c0 + i + 1] - a
                 ln = np.int64(0)
-                if min_ok(meta, u64, bounds, base, data, a, n, kw0[i], kw1[i]) and max_ok(
+                if not neg[i] and min_ok(meta, u64, bounds, base, data, a, n, kw0[i], kw1[i]) and max_ok(
                         meta, u64, bounds, base, data, a, n, kw0[i], kw1[i]):
                     ln, probes[t, i] = blocked_line(meta, u64, base, hs[i])
                     full[i] |= ln == 0  # no loaded blocked filter: the full lookup
@@ -120,7 +140,7 @@ def lookup_batch(directory, data, lens, snap, out):
                 e = fw + lo[i] * STRIDE
                 cand = lo[i] + 1 if below(u64[e], u64[e + 1], k0, k1) else lo[i]
                 ln = np.int64(0)
-                if cand < c:
+                if cand < c and not neg[i]:
                     a = offsets[c0 + i]
                     n = offsets[c0 + i + 1] - a
                     e = fw + cand * STRIDE
@@ -140,8 +160,14 @@ def lookup_batch(directory, data, lens, snap, out):
                     full[i] = check_bits_inline(u32_view(ln, 16), 0, hs[i] >> np.uint64(32), probes[u, i])
         for i in range(cn):
             k = c0 + i
-            if not full[i]:
+            if neg[i]:  # counted as _lookup counts it
                 meta[C_LOOKUPS] += 1
+                meta[C_SF_CHECKS] += 1
+                meta[C_SF_NEG] += 1
+                meta[C_CHECKS] += 1
+                meta[C_USEFUL] += 1
+            if not full[i]:  # (a key the store filter rejected has no candidate)
+                meta[C_LOOKUPS] += 1 - neg[i]
                 meta[C_CHECKS] += cands[i]
                 meta[C_USEFUL] += cands[i]
                 out[0, k] = MISSING

@@ -19,6 +19,16 @@ Statuses: ``MISSING`` 0 (no table holds a version visible at ``snap``), ``VALUE`
 ``CHECK`` 5 (the block's number in the value offset).
 Counters (directory words ``C_LOOKUPS``, ``C_BLOCKS``, ``C_FOUND``): keys looked up (calls with
 ``start == 0``), tables searched by the kernel, lookups answered from a table.
+
+The store filter (:mod:`bloomdb.lsm.store_filter`): when the directory's ``SF`` record is set
+(a filter over the keys of every table of this version), a lookup from slot 0 checks it first,
+with the family's own check on the key's XXH3 hash: "definitely not" is ``MISSING`` (no table's
+filter checked; a ``blocked`` store filter's line is prefetched and checked after the level
+searches of the screen, so its cache miss overlaps them -- a present key's get pays it in their
+shadow); "may contain" goes on as without it (counters ``C_SF_CHECKS``,
+``C_SF_NEG``; a "no" also counts as a filter check that was useful, ``C_CHECKS``/``C_USEFUL``,
+so ``checks == useful + positive`` still holds). Cost: one filter line per lookup; a missing key's whole lookup then, whatever the
+shape of the levels.
 """
 
 from __future__ import annotations
@@ -36,8 +46,8 @@ from ..sstable._table_kernels import ST_UNCHECKED, hint_pos, table_get_hinted
 from ..sstable.block import RAW, TRAILER
 from ..._fastargs import address_value, key_view
 from ..._intrinsics import i64_view, u8_view
-from ._probe_kernels import _charge, _probe, prescreen
-from .layout import (C_BLOCKS, C_CHECKS, C_FOUND, C_LOOKUPS, C_POSITIVE, C_USEFUL, F_BLOCKED, F_MAPPED, FILTER, R_FAM,
+from ._probe_kernels import SF_NO, _charge, _check, _probe, prescreen_sf, sf_line
+from .layout import (C_BLOCKS, C_CHECKS, C_FOUND, C_LOOKUPS, C_POSITIVE, C_SF_CHECKS, C_SF_NEG, C_USEFUL, SF, F_BLOCKED, F_MAPPED, FILTER, R_FAM,
                      S_KIND, S_REC, SEEK_DUE, S_TBUF, S_TCHK, S_TIDX, S_TIDXLEN, S_TLEN, SLOTS, STRIDE, WORDS)
 
 MISSING, VALUE, DELETED, ASK, READ, CHECK = 0, 1, 2, 3, 4, 5
@@ -73,6 +83,18 @@ NEWEST = (1 << 56) - 1  #: :data:`bloomdb.lsm.rangedel.MAX_SEQ`: the snapshot of
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _sf_missing(d, charge):
+    """The store filter said "definitely not": counted (also as a useful filter check, like a
+    table filter's "no"), ``MISSING`` (with :data:`SEEK` when a budget ran out before)."""
+    d[C_SF_NEG] += 1
+    d[C_CHECKS] += 1
+    d[C_USEFUL] += 1
+    if charge and d[SEEK_DUE] != 0:
+        return MISSING | SEEK, -1, 0, 0
+    return MISSING, -1, 0, 0
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _lookup(d, u64, w32, u16, u8, h, key, kstart, klen, kview, snap, start, charge):
     """``(status, slot, value offset, value length)`` for the key ``key[kstart:kstart+klen]``
     (``kview``: the same bytes as one array or bytes object), from slot ``start`` on.
@@ -83,9 +105,17 @@ def _lookup(d, u64, w32, u16, u8, h, key, kstart, klen, kview, snap, start, char
     probed = False  # slot s was probed already: read it without :func:`_probe`
     if start == 0:
         d[C_LOOKUPS] += 1
-        # the filters first (:func:`._probe_kernels.prescreen`); it counts nothing, so here
+        sfa = sfk = np.int64(0)
+        if d[SF + R_FAM] != 0:  # a store filter covers every table here: "no" ends the lookup
+            d[C_SF_CHECKS] += 1
+            sfa, sfk = sf_line(d, u64, h)  # a blocked one in place: checked inside the screen
+            if sfa == 0 and not _check(d, u64, w32, u16, u8, SF, h, key, kstart, klen):
+                return _sf_missing(d, charge)
+        # the filters first (:func:`._probe_kernels.prescreen_sf`); it counts nothing, so here
         # the rejected tables are counted and the first one charged as _probe would have
-        done, s, met = prescreen(d, u64, u8, h, key, kstart, klen)
+        done, s, met = prescreen_sf(d, u64, u8, h, key, kstart, klen, sfa, sfk)
+        if s == SF_NO:
+            return _sf_missing(d, charge)
         d[C_CHECKS] += done
         d[C_USEFUL] += done
         if charge and (done >= 2 or (done == 1 and s >= 0)):  # a second table met

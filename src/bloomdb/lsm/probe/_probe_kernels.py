@@ -32,7 +32,7 @@ from .layout import (
     F_PAIRED, F_REGISTER, F_RIBBON, F_SBBF, F_STANDARD, FILTER, LAZY, LEVEL_COUNT, LEVEL_FIRST, N_L0, NONE,
     F_MAPPED, NUM_LEVELS, OTHER, P_DAMAGED, P_LOADED, P_REC, P_STATE, PARTITIONED, PSTRIDE, R_FAM, R_LEN, R_OFF, R_P0,
     RSTRIDE, S_KIND, S_MAX_LEN, S_MAX_OFF, S_MAX_W, S_MIN_LEN, S_MIN_OFF, S_MIN_W, S_REC, S_SEEKS, S_TBUF, S_TFW,
-    S_TLEN, SEEK_DUE, SLOTS, STRIDE, T_BYTES, T_FBUF, T_FBUFLEN, T_FOFF, T_FSIZE, TSTRIDE,
+    S_TLEN, SEEK_DUE, SF, SLOTS, STRIDE, T_BYTES, T_FBUF, T_FBUFLEN, T_FOFF, T_FSIZE, TSTRIDE,
 )
 from ..._intrinsics import fenced_load, i64_view, prefetch, stack_i64, u8_view, u32_view
 
@@ -272,6 +272,35 @@ def blocked_line(meta, u64, base, h):
 
 @njit(cache=True, nogil=True, inline="always")
 def prescreen(meta, u64, bounds, h, key, kstart, klen):
+    """:func:`prescreen_sf` without a store filter line (see there)."""
+    return prescreen_sf(meta, u64, bounds, h, key, kstart, klen, np.int64(0), np.int64(0))
+
+
+#: :func:`prescreen_sf`'s ``stop`` when the store filter said "definitely not"
+SF_NO = -3
+
+
+@njit(cache=True, nogil=True, inline="always")
+def sf_line(meta, u64, h):
+    """``(address, k)`` of hash ``h``'s line in the directory's store filter (header record
+    ``SF``, :mod:`bloomdb.lsm.store_filter`) when it is a ``blocked`` filter read in place (the
+    family's own :func:`~bloomdb.filters._blocked_kernels.line_word`), the line prefetched;
+    ``(0, 0)`` otherwise."""
+    if meta[SF + R_FAM] != F_BLOCKED + F_MAPPED:
+        return np.int64(0), np.int64(0)
+    a = meta[SF + R_OFF] + 4 * np.int64(BLK.line_word(h, u64[SF + R_P0]))
+    prefetch(u8_view(a, 64), 0)
+    return a, meta[SF + R_P0 + 1]
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sf_says_no(sfa, g, sfk):
+    """The store filter's line at ``sfa`` (0: none) says "definitely not" for upper hash ``g``."""
+    return sfa != 0 and not BLK.check_bits_inline(u32_view(sfa, 16), 0, g, sfk)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def prescreen_sf(meta, u64, bounds, h, key, kstart, klen, sfa, sfk):
     """The filters of a lookup from slot 0, screened before :func:`_probe`: ``(rejected, stop,
     first)``. ``stop`` -1: every table that may hold the key (by range: the ones :func:`_probe`
     meets from slot 0, ``first`` the first of them, -1 if none) holds a loaded ``blocked``
@@ -290,7 +319,12 @@ def prescreen(meta, u64, bounds, h, key, kstart, klen):
     searched (a missing key's ``db.get`` on a 5M-key store, thread CPU: ~50-90 ns less, 1M:
     ~35; docs/benchmarks.md, "Missing gets at 5M").
     A table the screen cannot check ends the first pass (nothing after it matters); more than
-    :data:`_SCREEN` candidates are checked :data:`_SCREEN` at a time."""
+    :data:`_SCREEN` candidates are checked :data:`_SCREEN` at a time.
+
+    ``sfa``, ``sfk``: the store filter's line (prefetched, :func:`sf_line`; 0: none), checked
+    after the first pass, before the tables' lines: "definitely not" returns ``stop``
+    :data:`SF_NO` (nothing rejected, nothing met). So its cache miss overlaps the level
+    searches instead of coming before them (a present key's get pays it in their shadow)."""
     k0, k1 = key_words(key, kstart, klen)
     n0 = meta[N_L0]
     nlev = meta[NUM_LEVELS]
@@ -342,10 +376,15 @@ def prescreen(meta, u64, bounds, h, key, kstart, klen):
         if a == 0:
             break
         if 3 * m == _SCREEN_WORDS:
+            if _sf_says_no(sfa, g, sfk):
+                return 0, SF_NO, -1
+            sfa = 0
             stop, cnt = _check_noted(noted, m, g, cnt)
             if stop >= 0:
                 return cnt, stop, first
             m = 0
+    if _sf_says_no(sfa, g, sfk):
+        return 0, SF_NO, -1
     stop, cnt = _check_noted(noted, m, g, cnt)
     return cnt, stop, first
 

@@ -381,6 +381,12 @@ def _words_of(rec) -> list[int]:
     return words
 
 
+def record_words(rec):
+    """``(`` :func:`_words_of` ``rec`` as an int64 array, its array ``)``: a filter record for a
+    directory's header (the store filter, :meth:`Directory.set_store_filter`)."""
+    return np.array(_words_of(rec), np.int64), rec[1]
+
+
 def _record_words(t, rec):
     """``(`` :func:`_words_of` ``rec`` as an int64 array, its array ``)``, kept on table ``t``
     with the filter array they were made from (a table's filter never changes; see :func:`_keep`)."""
@@ -415,9 +421,12 @@ def _filter_says(f, keys: list[bytes]) -> list[bool]:
 class Directory:
     """The probe directory of one version's ``slots`` (TableRefs, in probe order)."""
 
-    def __init__(self, slots, levels):
+    def __init__(self, slots, levels, store_filter=None):
         self.slots = slots
         self.levels = levels
+        #: ``(record words, array)`` of the store filter covering every table of ``slots``
+        #: (:mod:`bloomdb.lsm.store_filter`), or None: written into the header's ``SF`` record
+        self._sf = store_filter
         self._lock = threading.Lock()
         #: the arrays the lookup kernel reads each table through (their addresses are in the
         #: slot's S_T* words) are the table's own for its whole life (:meth:`Table.lookup_arrays`),
@@ -458,6 +467,9 @@ class Directory:
         d[L.ARRAY_BASE] = d[L.BYTE_BASE] = byte_base  # no filter array is copied in (F_MAPPED records)
         if counters is not None:
             d[L.COUNTERS] = counters
+        if self._sf is not None:  # a new array: published with it
+            d[L.SF : L.SF + L.RSTRIDE] = self._sf[0]
+            self._held.append(self._sf[1])
         if slots:
             self._fill_slots(d, plans, bounds, firsts, byte_base)
         return d
@@ -506,6 +518,18 @@ class Directory:
                 d[pt + L.P_STATE] = state
                 pt += L.PSTRIDE
         S[:, L.S_KIND] = [p[0] for p in plans]
+
+    def set_store_filter(self, words, arr) -> None:
+        """Point the header's ``SF`` record at a store filter that covers every table of this
+        directory (``words``: its :func:`_words_of` record as int64, ``arr`` its array, held from
+        now on): the record's words first, its family word last, so a concurrent lookup reads a
+        whole record or none (a lookup that read none checks the tables' filters as before)."""
+        with self._lock:
+            self._held.append(arr)
+            self._sf = (words, arr)
+            d = self.array
+            d[L.SF + 1 : L.SF + L.RSTRIDE] = words[1:]
+            d[L.SF + L.R_FAM] = words[L.R_FAM]
 
     def wired(self, s: int) -> bool:
         """Whether the lookup kernel reads slot ``s``'s table file itself (its address is in the

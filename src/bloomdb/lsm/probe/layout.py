@@ -16,9 +16,14 @@ One int64 array per store version::
     [C_BLOCKS]           counter: data blocks the lookup kernel searched (:mod:`._get_kernels`)
     [C_LOOKUPS]          counter: keys the lookup kernel looked up in the tables
     [C_FOUND]            counter: lookups the kernel answered from a table (value or deletion)
+    [C_SF_CHECKS]        counter: lookups checked against the store filter
+    [C_SF_NEG]           counter: lookups the store filter answered "definitely not"
     [SEEK_DUE]           slot + 1 of the table whose seek budget a lookup just used up (0: none)
     [WORDS]              the array's length in words (a kernel given the array's address views
                          it with this length: :func:`._get_kernels.lookup_newest`)
+    [SF + R_*]           the store filter's record (a filter record, below; family word 0: no
+                         store filter covers this version's tables -- the kernel skips it).
+                         Written once per directory, family word last (:mod:`bloomdb.lsm.store_filter`)
     [SLOTS + STRIDE*s..] slot s, fields S_*: kind, then for the min key and the max key each:
                          its two big-endian prefix words (read as uint64), its byte offset into
                          the array and its length, the table's read state (S_T*: addresses
@@ -61,11 +66,14 @@ C_POSITIVE = 22
 C_BLOCKS = 23
 C_LOOKUPS = 24
 C_FOUND = 25
-COUNTERS = slice(C_CHECKS, C_FOUND + 1)  #: every counter word, in this order
-N_COUNTERS = C_FOUND + 1 - C_CHECKS
-SEEK_DUE = 26  # slot + 1 of a table whose seek budget a lookup used up (0: none; Python clears it)
-WORDS = 27  # the array's own length in words
-SLOTS = 28  # header size: slot 0 starts here
+C_SF_CHECKS = 26  # counter: lookups checked against the store filter (:mod:`bloomdb.lsm.store_filter`)
+C_SF_NEG = 27  # counter: of those, the ones it answered "definitely not" (MISSING, no table filter checked)
+COUNTERS = slice(C_CHECKS, C_SF_NEG + 1)  #: every counter word, in this order
+N_COUNTERS = C_SF_NEG + 1 - C_CHECKS
+SEEK_DUE = 28  # slot + 1 of a table whose seek budget a lookup used up (0: none; Python clears it)
+WORDS = 29  # the array's own length in words
+SF = 30  # the store filter's record (RSTRIDE words, R_*): R_FAM 0 = none covers this version
+SLOTS = 38  # header size: slot 0 starts here (SF + RSTRIDE)
 MAX_LISTED_LEVELS = (ARRAY_BASE - LEVEL_FIRST) // 2  # levels below L0 the header has room for
 
 # a filter record (RSTRIDE words, fields R_*), inside a slot (at S_REC) or a partition entry (at
@@ -77,6 +85,7 @@ R_LEN = 2
 R_P0 = 3
 NUM_SCALARS = 5
 RSTRIDE = R_P0 + NUM_SCALARS
+assert SLOTS == SF + RSTRIDE
 
 # slot fields (STRIDE words per slot)
 S_KIND = 0

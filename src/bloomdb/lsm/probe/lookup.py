@@ -70,10 +70,10 @@ class Reads:
         self.checks = self.useful = self.positive = 0  # filter checks answered in Python
 
     def totals(self, counters) -> list[int]:
-        """Checks, useful checks, positives, data blocks read, lookups and lookups answered by a
-        table: the kernel's ``counters`` (the directory words :data:`.layout.COUNTERS`) plus
+        """Checks, useful checks, positives, data blocks read, lookups, lookups answered by a
+        table, store-filter checks and store-filter negatives (kernel only): the kernel's ``counters`` (the directory words :data:`.layout.COUNTERS`) plus
         the reads finished in Python."""
-        mine = (self.checks, self.useful, self.positive, self.blocks_read, self.lookups, self.true_positive)
+        mine = (self.checks, self.useful, self.positive, self.blocks_read, self.lookups, self.true_positive, 0, 0)
         return [int(c) + m for c, m in zip(counters.tolist(), mine)]
 
     def get(self, ver, key: bytes, snap: int):
