@@ -196,7 +196,7 @@ def test_the_file_is_written_at_close_and_a_reopen_covers_at_once(tmp_path):
     model = _fill(path, opts)
     assert os.path.exists(os.path.join(path, SFM.NAME))
     with DB.open(path, opts) as db:
-        assert db._sf.covers(db._version)  # from the file, before any background step
+        assert db._vs.store_filter.covers(db._version)  # from the file, before any background step
         _check(db, model, 3000)
         assert db.stats()["store_filter_negatives"] > 0
 
@@ -225,7 +225,7 @@ def test_a_missing_or_damaged_file_is_ignored_and_rebuilt(tmp_path, damage):
             data[8] = 99
         open(f, "wb").write(bytes(data))
     with DB.open(path, opts) as db:
-        assert not db._sf.covers(db._version)  # never trusted
+        assert not db._vs.store_filter.covers(db._version)  # never trusted
         _check(db, model, 3000)
     _reopened_uses_it(path, opts, model, 3000)
 
@@ -247,7 +247,7 @@ def test_a_stale_file_covers_only_the_tables_it_names(tmp_path):
         live = {r.number for r in db._version.slots}
     open(os.path.join(path, SFM.NAME), "wb").write(old)
     with DB.open(path, opts) as db:
-        f, cov = db._sf.state
+        f, cov = db._vs.store_filter.state
         assert f is not None and cov and not (live <= cov)
         _check(db, model, 3000, extra=[b"n%05d" % i for i in range(2000)])
     _reopened_uses_it(path, opts, model, 3000)
@@ -261,7 +261,7 @@ def test_a_file_of_another_store_covers_nothing(tmp_path):
     model = _fill(b, opts, seed=2)
     shutil.copy(os.path.join(a, SFM.NAME), os.path.join(b, SFM.NAME))
     with DB.open(b, opts) as db:
-        assert not db._sf.covers(db._version)
+        assert not db._vs.store_filter.covers(db._version)
         _check(db, model, 3000)
 
 
@@ -293,7 +293,7 @@ def test_a_small_store_keeps_none_until_its_tables_hold_min_entries(tmp_path, mo
             db.put(b"k%05d" % i, b"v")
         db.flush()
         db.wait_for_compactions()
-        assert db.stats()["store_filter_bytes"] == 0 and db._sf.state[0] is None
+        assert db.stats()["store_filter_bytes"] == 0 and db._vs.store_filter.state[0] is None
         for i in range(1500, 3000):
             db.put(b"k%05d" % i, b"v")
         db.flush()
@@ -326,7 +326,7 @@ def test_rebuilds_and_uncovered_tables_in_small_steps_beside_flushes(tmp_path, m
     with DB.open(path, _opts()) as db:
         for _ in range(8):
             _random_ops(db, model, rng, 800, 4000)
-            caps.add(db._sf.state[0].capacity)
+            caps.add(db._vs.store_filter.state[0].capacity)
             _check(db, model, 4000)
         db.wait_for_compactions()
         s = _in_use(db)
@@ -347,7 +347,7 @@ def test_crash_images_reopen_with_every_key(tmp_path):
     with DB.open(path, _opts()) as db:
         items = dict(db.scan())
         db.wait_for_compactions()
-        assert db._sf.covers(db._version)
+        assert db._vs.store_filter.covers(db._version)
         for k, v in items.items():
             assert db.get(k) == v
         assert db.multi_get(list(items)) == list(items.values())

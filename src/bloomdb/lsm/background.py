@@ -51,6 +51,7 @@ class TaskContext:
         self.cache = db._cache
         self.smallest_snapshot = smallest_snapshot
         self.new_file_number = db._new_file_number
+        self.store_filter = db._vs.store_filter  # a flush's keys go into it (:func:`executor.write_table`)
 
 
 class WakingCondition(threading.Condition):
@@ -98,7 +99,7 @@ class Background:
     def start(self) -> None:
         """The opened store runs: inline, the compactions it needs now; threaded, the threads
         start now only if a flush or compaction is due (else on the first wake-up)."""
-        sf = self.db._sf
+        sf = self.db._vs.store_filter
         if self.thread is None:
             self.compact_inline()
             return
@@ -222,7 +223,7 @@ class Background:
 
     def _flush_loop(self) -> None:
         db = self.db
-        sf = db._sf
+        sf = db._vs.store_filter
         while True:
             with db._lock:
                 while (not db._closing and db._bg_error is None and db._imm is None and db._switch_due is None
@@ -282,7 +283,7 @@ class Background:
     def store_filter_inline(self) -> None:
         """Inline stores: every store-filter step due (:meth:`.store_filter.StoreFilter.run_all`),
         in the writer under the store's lock, as inline flushes run."""
-        sf = self.db._sf
+        sf = self.db._vs.store_filter
         if sf is not None and sf.due:
             with self.db._lock:
                 sf.run_all(self.db)
@@ -292,7 +293,7 @@ class Background:
         is never pending)."""
         db = self.db
         with db._lock:
-            sf = db._sf
+            sf = db._vs.store_filter
             while self.thread is not None and db._bg_error is None and (db._imm is not None or db._switch_due is not None
                                                                             or self.pick() is not None
                                                                             or (sf is not None and sf.due)):

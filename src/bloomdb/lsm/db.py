@@ -30,7 +30,7 @@ from itertools import repeat
 import numpy as np
 
 from ..errors import BloomDBError, InvalidArgument, KeyTypeError, StoreClosed
-from . import checkpoint, logrun, opening, properties, rangedel, wal
+from . import checkpoint, logrun, opening, properties, rangedel, store_filter, wal
 from .background import Background, TaskContext
 from .batch import key_bytes as _key
 from .compaction import executor
@@ -48,7 +48,6 @@ from .probe import lookup as _lookup
 from .sstable import DELETED, MISSING
 from .cache import cache_stats, make_cache
 from .version import TableRef, Version
-from .store_filter import StoreFilter, stats as _sf_stats
 from .version_set import VersionSet
 from .writer import WritePath
 
@@ -154,8 +153,7 @@ class DB(WritePath, DictForms):
         self._reads = Reads()
         self._probe_base = np.zeros(layout.N_COUNTERS, np.int64)
         self._iterators: weakref.WeakSet = weakref.WeakSet()
-        self._sf = StoreFilter() if options.store_filter and not read_only else None  # :mod:`.store_filter`
-        self._vs = VersionSet(self._fs, path, self._cache, options.filter_file, self._sf)
+        self._vs = VersionSet(self._fs, path, self._cache, options.filter_file, options.store_filter and not read_only)
         self._bg = Background(self, options.background_compaction and not read_only)
         self._cond = self._bg.cond  # its notifies start the background threads when they have not started
         opening.open_store(self, read_only)  # recovery, or a read-only load; errors name the path
@@ -198,8 +196,6 @@ class DB(WritePath, DictForms):
         number = self._new_file_number()
         info, table = executor.write_table(TaskContext(self, 0), number, arrays, level, last, mem.rdels)
         self._stats["bytes_flushed"] += info.file_size
-        if self._sf is not None:  # its keys into the store filter before the table is installed
-            self._sf.flushed(number, arrays[0], arrays[1])
         return TableRef(level, info, table)
 
     # -- closing ------------------------------------------------------------------------------
@@ -517,7 +513,6 @@ class DB(WritePath, DictForms):
             self._switch_memtable()
             if self._bg.thread is None:
                 self._flush_imm()
-                self._bg.store_filter_inline()
                 return
             while self._imm is not None:
                 self._cond.wait()
@@ -576,7 +571,6 @@ class DB(WritePath, DictForms):
         checks, useful, positive, blocks, lookups, found, sf_checks, sf_neg = self._reads.totals(counters)
         refs = ver.all_refs()
         held = ver.memory()
-        sf = _sf_stats(self._sf, ver, sf_checks, sf_neg)
         wal_bytes = st["wal_bytes"] + (self._log.bytes if self._log is not None else 0)
         logged = max(1, wal_bytes)
         return {
@@ -596,7 +590,7 @@ class DB(WritePath, DictForms):
             "write_amplification": (st["bytes_flushed"] + st["bytes_compacted"]) / logged if wal_bytes else 0.0,
             "table_lookups": lookups,
             "read_amplification": blocks / max(1, lookups),
-            "filter_memory_bytes": held[0] + sf["store_filter_bytes"], **sf,
+            "filter_memory_bytes": held[0], **store_filter.stats(self._vs.store_filter, ver, sf_checks, sf_neg),
             "index_memory_bytes": held[1],
             "memtable_entries": len(mem) + (len(imm) if imm is not None else 0),
             "last_sequence": self._seq, **cache_stats(self._cache),

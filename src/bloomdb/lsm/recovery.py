@@ -236,8 +236,8 @@ def recover(db, kind: str) -> None:
     fs, vs = db._fs, db._vs
     exists = kind in (identity.STORE, identity.LEGACY)
     logs = vs.recover(exists, kind == identity.LEGACY)
-    if db._sf is not None:  # before a replayed log is written as a table: that table is added to it
-        db._sf.load(fs, db.path, vs.current)
+    if vs.store_filter is not None:  # before a replayed log is written as a table: that table is added to it
+        vs.store_filter.load(fs, db.path, vs.current)
     ends: list = []
     mem, db._seq = replay(fs, db.path, logs, db.options.paranoid_checks, vs.last_seq, ends)
     db._imm = None

@@ -60,9 +60,11 @@ class Version:
 
     def memory(self) -> tuple[int, int]:
         """``(filter bytes, index bytes)`` held in memory by this version's tables: filters read
-        so far (the probe directory points at them in place: no copy) and the tables' indexes."""
+        so far (the probe directory points at them in place: no copy) and the store filter's
+        (:mod:`.store_filter`), and the tables' indexes."""
         refs = self.slots
-        return sum(r.table.filter_memory for r in refs), sum(r.table.index_memory for r in refs)
+        sf = 0 if self.store_filter is None else self.store_filter.size_bytes()
+        return sf + sum(r.table.filter_memory for r in refs), sum(r.table.index_memory for r in refs)
 
     def deepest_nonempty(self) -> int:
         for i in range(MAX_LEVELS - 1, -1, -1):

@@ -41,6 +41,7 @@ from .compaction.executor import table_path
 from .options import MAX_LEVELS
 from .sstable.cached_reader import open_table
 from .sstable.footer import decode_footer
+from .store_filter import StoreFilter
 from .version import TableRef, Version
 
 RESERVE = 64  # file numbers reserved per manifest write
@@ -61,13 +62,13 @@ class Edit:
 class VersionSet:
     """The current version of the store at ``path`` and everything that makes it durable."""
 
-    def __init__(self, fs, path: str, cache, use_filter_file: bool = True, store_filter=None):
+    def __init__(self, fs, path: str, cache, use_filter_file: bool = True, use_store_filter: bool = False):
         self._fs = fs
         self.path = path
         self._cache = cache
         #: the store's :class:`.store_filter.StoreFilter` (None: none), handed to every version
-        self.store_filter = store_filter
-        self.current = Version([[] for _ in range(MAX_LEVELS)], store_filter)
+        self.store_filter = StoreFilter() if use_store_filter else None
+        self.current = Version([[] for _ in range(MAX_LEVELS)], self.store_filter)
         self.next_file = 1
         self.reserved = 1  # numbers below it were reserved by a durable manifest
         self.log_number = 0  # the oldest log still needed (manifest's view)

@@ -53,9 +53,17 @@ def write_table(ctx, number: int, arrays, level: int, last_level: bool, range_de
     tombstones ``range_dels`` as table ``number`` for ``level`` under ``ctx``'s options (the
     level's filter, block size, compression); returns ``(TableInfo, Table)``.
     ``last_level``: nothing lives below ``level`` (the options may pick another filter there).
-    Cost: one pass over the entries, one file."""
+    Cost: one pass over the entries, one file.
+
+    A flush's table (or recovery's: the only callers): its keys go into the store filter
+    (``ctx.store_filter``, :meth:`bloomdb.lsm.store_filter.StoreFilter.flushed`) before the
+    caller installs it."""
     info, finish = encode_table(ctx, number, arrays, level, last_level, range_dels)
-    return info, finish()
+    table = finish()
+    sf = getattr(ctx, "store_filter", None)
+    if sf is not None:
+        sf.flushed(number, arrays[0], arrays[1])
+    return info, table
 
 
 def encode_table(ctx, number: int, arrays, level: int, last_level: bool, range_dels=()):
