@@ -293,6 +293,26 @@ def test_the_kernel_keeps_a_blocks_restart_keys_after_its_first_read(tmp_path):
         assert (words[:, 0] != 0).all()  # every block read once has its hint
 
 
+@pytest.mark.parametrize("count", [5, 300, 3000])
+def test_the_hinted_table_read_finds_the_blocks_and_answers_of_the_plain_one(tmp_path, count):
+    """``table_get_hinted`` (the index searched by groups of blocks, the group's hint lines asked
+    for first; then the block through its hint) gives ``table_get``'s block and answer for every
+    key: present, between two keys, before the first, past the last -- tables of one block, a
+    few and many (every group boundary of the index search)."""
+    from bloomdb.lsm.sstable import _table_kernels as TK
+
+    keys = [b"k%06d" % (3 * i) for i in range(count)]
+    o = _one_table_store(tmp_path / "db", keys)
+    with DB.open(tmp_path / "db", o) as db:
+        t = db._state[-1].slots[0].table
+        assert [db.get(k) for k in keys] == [b"value%d" % i for i in range(count)]  # every block checked
+        buf, idx, state = t.lookup_arrays()
+        assert int(idx[0]) > (2 * TK.HINT_GROUP if count == 3000 else 0)
+        probes = [b"", b"a", b"k", b"z"] + [k[:-1] + d for k in keys for d in (b"", b"0", b"1", b"2", b"3", b"9")]
+        for k in probes:
+            assert TK.table_get_hinted(buf, idx, state, k, MAX_SEQ) == TK.table_get(buf, idx, t._checked, k, MAX_SEQ), k
+
+
 def test_a_damaged_block_is_handed_to_python_and_raises(tmp_path):
     """A block whose CRC32C does not match is never marked checked by the kernel: it goes to
     Python (``CHECK``), which raises CorruptionError naming the file; other blocks still read."""
