@@ -201,6 +201,30 @@ def test_the_file_is_written_at_close_and_a_reopen_covers_at_once(tmp_path):
         assert db.stats()["store_filter_negatives"] > 0
 
 
+def test_a_failed_write_at_close_leaves_no_file_and_the_next_open_rebuilds(tmp_path, monkeypatch):
+    from bloomdb.lsm import filter_file
+
+    path = str(tmp_path / "db")
+    opts = _opts()
+    real = os.replace
+
+    def refuse(src, dst):
+        if os.path.basename(dst) == SFM.NAME:
+            raise OSError("disk full")
+        return real(src, dst)
+
+    monkeypatch.setattr(filter_file.os, "replace", refuse)
+    model = _fill(path, opts)
+    assert not os.path.exists(os.path.join(path, SFM.NAME))
+    assert not os.path.exists(os.path.join(path, SFM.NAME + ".tmp"))
+    monkeypatch.setattr(filter_file.os, "replace", real)
+    with DB.open(path, opts) as db:
+        _check(db, model, 3000)
+        db._vs.store_filter.run_all(db)
+        assert db._vs.store_filter.covers(db._version)
+        _check(db, model, 3000)
+
+
 @pytest.mark.parametrize("damage", ["missing", "header", "entries", "body", "short", "empty", "foreign_version"])
 def test_a_missing_or_damaged_file_is_ignored_and_rebuilt(tmp_path, damage):
     path = str(tmp_path / "db")

@@ -156,16 +156,33 @@ def save(fs, folder: str, refs, known) -> frozenset | None:
         head = _HEAD.pack(MAGIC, VERSION, len(items)) + rows.tobytes()
         head += struct.pack("<I", crc32c(head))
         head += bytes((-len(head)) & 7)
-        _write(tmp, [head] + parts)
-        os.replace(tmp, path)
-    except OSError:
-        for p in (tmp, path):
-            try:
-                os.remove(p)
-            except OSError:
-                pass
+    except OSError:  # a table's file gone or changed under us
+        _remove_quietly(tmp, path)
         return None
-    return numbers
+    return numbers if replace_cache_file(path, [head] + parts) else None
+
+
+def replace_cache_file(path: str, parts) -> bool:
+    """Make ``parts`` (buffers) the content of the derived (cache) file ``path``: written as
+    ``path + ".tmp"``, then renamed over ``path``, without fsync (a torn file fails its own
+    checks at the next read). On ``OSError`` both are removed -- a cache file is never left
+    stale -- and False is returned. Used for ``FILTERS`` and ``STOREFILTER``."""
+    tmp = path + ".tmp"
+    try:
+        _write(tmp, parts)
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        _remove_quietly(tmp, path)
+        return False
+
+
+def _remove_quietly(*paths: str) -> None:
+    for p in paths:
+        try:
+            os.remove(p)
+        except OSError:
+            pass
 
 
 def _write(path: str, parts) -> None:

@@ -72,6 +72,7 @@ from ..filters.format import decode
 from ..filters.registry import from_bytes
 from ..hashing import hash_batch
 from ..keys import KeyBatch
+from .filter_file import replace_cache_file
 from .fs import RealFS
 from .probe.directory import kernel_record, record_words
 
@@ -326,25 +327,14 @@ class StoreFilter:
         if f is None or not self._dirty or type(fs) is not RealFS:
             return
         path = os.path.join(folder, NAME)
-        tmp = path + ".tmp"
         rows = np.array([_table_id(r) for r in version.slots if r.number in cov], np.uint64).reshape(-1, _ENTRY)
         body = f.to_bytes()
         head = _HEAD.pack(MAGIC, VERSION, rows.shape[0], len(body), _store_id(fs, folder)) + rows.tobytes()
         head += struct.pack("<I", crc32c(head))
         poff = decode(body, verify_payload=False).payload_offset  # the payload on a cache line in the file
         head += bytes((-(len(head) + poff)) % 64)
-        try:
-            with open(tmp, "wb") as out:
-                out.write(head)
-                out.write(body)
-            os.replace(tmp, path)
+        if replace_cache_file(path, [head, body]):
             self._dirty = False
-        except OSError:
-            for p in (tmp, path):
-                try:
-                    os.remove(p)
-                except OSError:
-                    pass
 
 
 def _read(fs, folder: str, version) -> tuple:
