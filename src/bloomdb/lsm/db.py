@@ -394,8 +394,8 @@ class DB(WritePath, DictForms):
         if v is not _ABSENT_HERE:
             return default if v is None else v
         # the common read: one kernel call, no Python frame in between
-        p = ver._probe_at or ver.probe_at()  # (address, table bytes, array): held for the call
-        r = _lookup.newest(p[0], key)  # the value, None (missing or deleted) or a slot handed over
+        p = ver._probe or ver.probe()  # (array, table bytes, the array's address): held for the call
+        r = _lookup.newest(p[2], key)  # the value, None (missing or deleted) or a slot handed over
         if r is None:
             return default
         if type(r) is bytes:

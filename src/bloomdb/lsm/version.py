@@ -43,8 +43,7 @@ class Version:
         #: the range tombstones ``(start, end, seq)`` its tables carry (:mod:`.rangedel`)
         self.range_dels = tuple(t for r in self.slots for t in r.table.range_dels)
         self.range_dels_seq = max((t[2] for t in self.range_dels), default=0)  # the newest one's sequence
-        self._probe = None
-        self._probe_at = None  # (directory address, table bytes per slot, directory array): probe_at()
+        self._probe = None  # (directory array, table bytes per slot, the array's address): probe()
         self.directory = None
         self._prefix_filters: dict = {}  # extractor name -> PrefixFilters (built on first use)
         self._lock = threading.Lock()
@@ -74,9 +73,10 @@ class Version:
 
     # -- the probe directory ------------------------------------------------------------------
     def probe(self):
-        """``(directory array, table bytes per slot)``: what a point lookup needs
-        (:func:`probe._get_kernels.lookup` takes the array; a value is a slice of its slot's
-        bytes); built on the version's first read (no filter is read then: each table's filter is
+        """``(directory array, table bytes per slot, the array's address)``: what a point lookup
+        needs (:func:`probe._get_kernels.lookup` takes the array, :func:`.probe.lookup.newest`
+        its address -- valid while the caller holds this tuple, which holds the array; a value is
+        a slice of its slot's bytes); built on the version's first read (no filter is read then: each table's filter is
         read by its first lookup, see :mod:`.probe.directory`), then kept.
         ``self.directory`` answers what the kernel hands over. The array holds the addresses of
         the tables' mapped files and filters (:mod:`.probe.layout`): pass it to a kernel only
@@ -89,22 +89,8 @@ class Version:
                 sf = self.store_filter
                 self.directory = Directory(self.slots, self.levels, None if sf is None else sf.record_for(self))
                 d = self.directory.array
-                bufs = [r.table.value_bytes for r in self.slots]
-                self._probe_at = (d.ctypes.data, bufs, d)  # first: probe_at() finds it once _probe is set
-                self._probe = (d, bufs)
+                self._probe = (d, [r.table.value_bytes for r in self.slots], d.ctypes.data)
             return self._probe
-
-    def probe_at(self):
-        """``(directory address, table bytes per slot, directory array)``: :meth:`probe` for
-        :func:`.probe.lookup.newest`, which takes the array by its address (no unboxing: see
-        :mod:`bloomdb._fastargs`). The tuple holds the array, so the address stays valid while a
-        caller holds the tuple; a directory laid out again (:meth:`refresh_probe`) comes with a
-        new tuple and address. Kept beside :attr:`_probe` and replaced with it."""
-        p = self._probe_at
-        if p is None:
-            self.probe()
-            p = self._probe_at
-        return p
 
     def open_slot(self, s: int) -> bool:
         """Open slot ``s``'s table if it is a table not opened yet (:mod:`.sstable.lazy`) and point
@@ -144,7 +130,5 @@ class Version:
         """The probe tuple after the directory was laid out again (a lazy load may do that)."""
         d = self.directory.array
         if self._probe[0] is not d:
-            bufs = self._probe[1]
-            self._probe_at = (d.ctypes.data, bufs, d)  # set before _probe, as in probe()
-            self._probe = (d, bufs)
+            self._probe = (d, self._probe[1], d.ctypes.data)
         return self._probe

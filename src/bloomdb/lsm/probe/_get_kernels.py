@@ -259,7 +259,7 @@ def lookup_newest(at, key):
     (:mod:`bloomdb._fastargs`: no meminfo for either, no atomic reference counting in the
     kernel; ``int`` and ``bytes`` through the dispatcher work too).
     The caller keeps the directory array referenced for the whole call
-    (:meth:`bloomdb.lsm.version.Version.probe_at`'s tuple holds both).
+    (:meth:`bloomdb.lsm.version.Version.probe`'s tuple holds both).
     Two arguments instead of four: numba's dispatch costs ~35 ns per argument, a third of a
     missing key's kernel time (measured, docs/benchmarks.md). Returns the value (``bytes``) for
     ``VALUE``, ``None`` for a key with no value (``MISSING`` or ``DELETED`` without

@@ -36,7 +36,7 @@ _ANSWER = {G.MISSING: MISSING, G.DELETED: DELETED}
 
 def newest(at: int, key: bytes):
     """:func:`._get_kernels.lookup_newest` (``at``: the address of a probe directory array the
-    caller holds, the first word of :meth:`bloomdb.lsm.version.Version.probe_at`; ``key``:
+    caller holds, the last word of :meth:`bloomdb.lsm.version.Version.probe`; ``key``:
     exactly ``bytes``) through its compiled entry for (:data:`bloomdb._fastargs.address`,
     :data:`bloomdb._fastargs.key_bytes`) (:func:`.fastcall.direct`): the first call compiles it
     and puts the entry in this name's place, so later calls skip the dispatcher. Answers the
