@@ -20,7 +20,7 @@ def _gate_open(db) -> bool:
     if q is None:
         return False
     mem, imm, ver = db._state
-    assert q[0] is mem and q[1] is ver and imm is None  # the gate is the current state's
+    assert q[0] is mem.latest and q[1] is ver and imm is None  # the gate is the current state's
     return True
 
 

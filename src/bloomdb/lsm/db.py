@@ -364,11 +364,11 @@ class DB(WritePath, DictForms):
         block, found through the in-memory index). A plain get in the common state tests one gate,
         ``_quick`` (``WritePath._regate``: ~70 ns less than testing each case, docs/benchmarks.md).
         """
-        q = self._quick  # (memtable, version) when a plain get needs nothing else (WritePath._regate)
+        q = self._quick  # (memtable's dict, version) when a plain get needs nothing else (WritePath._regate)
         if q is not None and snapshot is None and type(key) is bytes:
-            mem, ver = q
-            # the value itself (None: a tombstone); an empty memtable (a reopened store's) is not asked: ~20 ns
-            v = latest.get(key, _ABSENT_HERE) if (latest := mem.latest) else _ABSENT_HERE
+            latest, ver = q  # the value (None: a tombstone); an empty memtable (a reopened store's) is not asked
+            if latest and (v := latest.get(key, _ABSENT_HERE)) is not _ABSENT_HERE:
+                return default if v is None else v
         else:
             if type(key) is not bytes:
                 key = _key(key)
@@ -391,8 +391,8 @@ class DB(WritePath, DictForms):
             v = mem.latest.get(key, _ABSENT_HERE)
             if v is _ABSENT_HERE and imm is not None:
                 v = imm.latest.get(key, _ABSENT_HERE)
-        if v is not _ABSENT_HERE:
-            return default if v is None else v
+            if v is not _ABSENT_HERE:
+                return default if v is None else v
         # the common read: one kernel call, no Python frame in between
         p = ver._probe or ver.probe()  # (array, table bytes, the array's address): held for the call
         r = _lookup.newest(p[2], key)  # the value, None (missing or deleted) or a slot handed over

@@ -77,7 +77,7 @@ class WritePath:
         blocked = (self.read_only or self._bg_error is not None or self._closing or self._keep_old
                    or (mem is not None and (mem.rdels or mem.pending_keys)))
         self._mem_limit = 0 if blocked else self._room()
-        # the get fast path's gate (``DB.get``): ``(memtable, version)`` of the current state when a
+        # the get fast path's gate (``DB.get``): ``(memtable's dict, version)`` of the current state when a
         # plain get needs nothing but the memtable's dict and the version's tables -- no immutable
         # memtable, no batch puts kept aside, no range tombstone anywhere, not closing -- else None.
         # Set only here, under the lock, from ``_state``: so callers run this after every change of
@@ -87,7 +87,7 @@ class WritePath:
         if type(st) is tuple and not self._closing:
             m, imm, ver = st
             if imm is None and not m.pending_keys and not m.rdels and not ver.range_dels:
-                quick = (m, ver)
+                quick = (m.latest, ver)  # a memtable's dict is never replaced
         self._quick = quick
 
     def _room(self) -> int:
