@@ -82,13 +82,13 @@ def test_the_directory_records_its_length_through_relayouts(tmp_path):
                 db.flush()
     with DB.open(tmp_path / "db", o) as db:
         ver = db._state[2]
-        d, bufs, at = ver.probe()
+        d, bufs, at, _ = ver.probe()
         assert d is ver.probe()[0] and bufs is ver.probe()[1] and at == d.ctypes.data
         assert d[layout.WORDS] == d.shape[0]
         for i in range(0, 3000, 7):  # first lookups load filters (a load may lay the directory out again)
             assert db.get(b"key%05d" % i) == b"v%d" % i
         d2 = ver.refresh_probe()[0]
-        d3, bufs2, at2 = ver.probe()
+        d3, bufs2, at2, _ = ver.probe()
         assert d3 is d2 and at2 == d2.ctypes.data and bufs2 is bufs and d2[layout.WORDS] == d2.shape[0]
 
 
@@ -108,7 +108,7 @@ def test_lookup_by_address_answers_as_lookup_by_array(tmp_path):
         probes = [b"k%05d" % i for i in range(2500)] + [b"k%05d." % i for i in range(300)]
         assert [db.get(k) for k in probes] == [model.get(k) for k in probes]  # filters loaded, blocks checked
         ver = db._state[2]
-        d, bufs, at = ver.probe()
+        d, bufs, at, _ = ver.probe()
         def plain(r):  # the answer without the seek flag (a lookup may use up a seek budget)
             if type(r) is bytes:  # lookup_newest boxes a value as its bytes
                 return r

@@ -83,7 +83,7 @@ def test_a_table_opened_by_a_read_is_read_by_the_kernel_from_then_on(tmp_path):
     p, opts = _store(tmp_path)
     with DB.open(p, opts) as db:
         ver = db._state[2]
-        d, bufs, _ = ver.probe()
+        d, bufs, _, _ = ver.probe()
         k = KEYS[1234]
         st, s, _, _ = G.lookup(d, k, MAX_SEQ, 0)
         if st == G.ASK:  # no CRC instruction: Python reads the filter
@@ -93,13 +93,13 @@ def test_a_table_opened_by_a_read_is_read_by_the_kernel_from_then_on(tmp_path):
         assert db.get(k) == VALUE
         t = ver.slots[s].table
         assert t.opened and d[L.SLOTS + L.STRIDE * s + L.S_TBUF] == t._arr.ctypes.data
-        d, bufs, _ = ver.refresh_probe()
+        d, bufs, _, _ = ver.refresh_probe()
         st, s2, a, n = G.lookup(d, k, MAX_SEQ, 0)
         if HW_RANGES:
             assert (st, s2, bytes(bufs[s2][a : a + n])) == (G.VALUE, s, VALUE)
         db.put(b"new", b"x")
         db.flush()  # a new version: its directory reads the opened table at once
-        d, bufs, _ = db._state[2].probe()
+        d, bufs, _, _ = db._state[2].probe()
         st, s3, a, n = G.lookup(d, k, MAX_SEQ, 0)
         if HW_RANGES:
             assert st == G.VALUE and bytes(bufs[s3][a : a + n]) == VALUE

@@ -109,7 +109,7 @@ def test_the_kernel_hands_over_lazy_filters_and_unchecked_blocks_then_answers_al
         db.flush()
     with DB.open(tmp_path / "db", o) as db:
         ver = db._state[2]
-        d, bufs, _ = ver.probe()
+        d, bufs, _, _ = ver.probe()
         k = keys[1234]
         st, s, a, n = G.lookup(d, k, MAX_SEQ, 0)
         if HW_RANGES:  # the kernel reads the table's filter and checks the block itself
@@ -120,7 +120,7 @@ def test_the_kernel_hands_over_lazy_filters_and_unchecked_blocks_then_answers_al
             st, s, _, _ = G.lookup(d, k, MAX_SEQ, 0)
         assert st == G.ASK  # no filter read yet: Python reads it
         assert db.get(k) == b"value1234"  # Python read the filter and the block
-        d, bufs, _ = ver.refresh_probe()
+        d, bufs, _, _ = ver.refresh_probe()
         st, s, a, n = G.lookup(d, k, MAX_SEQ, 0)
         assert (st, bytes(bufs[s][a : a + n])) == (G.VALUE, b"value1234")
         st2, _, _, _ = G.lookup(d, b"key01234.", MAX_SEQ, 0)
@@ -147,7 +147,7 @@ def test_lookup_many_agrees_with_lookup(tmp_path):
         model = _fill(db, rng, 4000, 2000)
         _check(db, model, 2000, rng)  # load every filter, check every block
         ver = db._state[2]
-        d, _, _ = ver.refresh_probe()
+        d, _, _, _ = ver.refresh_probe()
         probes = [b"k%06d" % i for i in range(2000)] + [b"zz", b"", b"k"]
         from bloomdb.lsm.sstable.builder import pack_bytes
 
@@ -193,7 +193,7 @@ def test_the_plain_get_entry_answers_like_lookup_and_refuses_wrong_types(tmp_pat
     with DB.open(tmp_path / "db", o) as db:
         ver = db._state[2]
         probes = [b"k%06d" % i for i in range(2000)] + [b"k%06d." % i for i in range(300)] + [b"", b"zz"]
-        d, _, at = ver.probe()  # the entry takes the directory by address (d holds it)
+        d, _, at, _ = ver.probe()  # the entry takes the directory by address (d holds it)
         for s in range(0, len(ver.slots), 2):  # these tables' filters are read by Python (ASK)
             d[layout.SLOTS + layout.STRIDE * s + layout.S_TFW] = 0
         first = [_plain(_as_lookup(L.newest(at, k), k, d)) for k in probes]  # cold: ASK/CHECK hand-overs included
@@ -201,7 +201,7 @@ def test_the_plain_get_entry_answers_like_lookup_and_refuses_wrong_types(tmp_pat
         assert {st for st, *_ in first} & {G.ASK, G.CHECK, G.READ}
         assert [db.get(k) for k in probes] == [model.get(k) for k in probes]
         ver.refresh_probe()
-        d, _, at = ver.probe()
+        d, _, at, _ = ver.probe()
         warm = [_plain(_as_lookup(L.newest(at, k), k, d)) for k in probes]
         for k in probes:  # a value comes boxed by the kernel, as bytes
             v = L.newest(at, k)
@@ -235,7 +235,7 @@ def _one_table_store(path, keys):
 def _lookup_past_the_filter(ver, k):
     """``G.lookup`` of ``k`` after the Python side read the filters it asks for (``ASK``)."""
     while True:
-        d, _, _ = ver.refresh_probe()
+        d, _, _, _ = ver.refresh_probe()
         r = _answer(G.lookup(d, k, MAX_SEQ, 0))
         if r[0] != G.ASK:
             return r

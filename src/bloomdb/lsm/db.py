@@ -44,7 +44,6 @@ from .memtable import ABSENT as _ABSENT_HERE, MemTable
 from .options import MAX_LEVELS, Options
 from .probe import layout
 from .probe.lookup import Reads
-from .probe import lookup as _lookup
 from .sstable import DELETED, MISSING
 from .cache import cache_stats, make_cache
 from .version import TableRef, Version
@@ -394,8 +393,8 @@ class DB(WritePath, DictForms):
             if v is not _ABSENT_HERE:
                 return default if v is None else v
         # the common read: one kernel call, no Python frame in between
-        p = ver._probe or ver.probe()  # (array, table bytes, the array's address): held for the call
-        r = _lookup.newest(p[2], key)  # the value, None (missing or deleted) or a slot handed over
+        p = ver._probe or ver.probe()  # (array, table bytes, its address, find): held for the call
+        r = p[3](key)  # probe.find: the value, None (missing or deleted) or a slot handed over
         if r is None:
             return default
         if type(r) is bytes:

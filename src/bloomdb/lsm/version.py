@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass
 
 from .probe.directory import Directory
+from .probe.find import finder
 from .probe.prefixes import PrefixFilters
 from .options import MAX_LEVELS
 
@@ -43,7 +44,7 @@ class Version:
         #: the range tombstones ``(start, end, seq)`` its tables carry (:mod:`.rangedel`)
         self.range_dels = tuple(t for r in self.slots for t in r.table.range_dels)
         self.range_dels_seq = max((t[2] for t in self.range_dels), default=0)  # the newest one's sequence
-        self._probe = None  # (directory array, table bytes per slot, the array's address): probe()
+        self._probe = None  # (directory array, table bytes per slot, the array's address, find): probe()
         self.directory = None
         self._prefix_filters: dict = {}  # extractor name -> PrefixFilters (built on first use)
         self._lock = threading.Lock()
@@ -73,9 +74,10 @@ class Version:
 
     # -- the probe directory ------------------------------------------------------------------
     def probe(self):
-        """``(directory array, table bytes per slot, the array's address)``: what a point lookup
-        needs (:func:`probe._get_kernels.lookup` takes the array, :func:`.probe.lookup.newest`
-        its address -- valid while the caller holds this tuple, which holds the array; a value is
+        """``(directory array, table bytes per slot, the array's address, find)``: what a point
+        lookup needs (:func:`probe._get_kernels.lookup` takes the array, :func:`.probe.lookup.newest`
+        its address -- valid while the caller holds this tuple, which holds the array; ``find(key)``
+        is ``newest(address, key)`` as a builtin, :mod:`.probe.find`; a value is
         a slice of its slot's bytes); built on the version's first read (no filter is read then: each table's filter is
         read by its first lookup, see :mod:`.probe.directory`), then kept.
         ``self.directory`` answers what the kernel hands over. The array holds the addresses of
@@ -89,7 +91,8 @@ class Version:
                 sf = self.store_filter
                 self.directory = Directory(self.slots, self.levels, None if sf is None else sf.record_for(self))
                 d = self.directory.array
-                self._probe = (d, [r.table.value_bytes for r in self.slots], d.ctypes.data)
+                at = d.ctypes.data
+                self._probe = (d, [r.table.value_bytes for r in self.slots], at, finder(at))
             return self._probe
 
     def open_slot(self, s: int) -> bool:
@@ -130,5 +133,6 @@ class Version:
         """The probe tuple after the directory was laid out again (a lazy load may do that)."""
         d = self.directory.array
         if self._probe[0] is not d:
-            self._probe = (d, self._probe[1], d.ctypes.data)
+            at = d.ctypes.data
+            self._probe = (d, self._probe[1], at, finder(at))
         return self._probe

@@ -269,18 +269,26 @@ def lookup_newest(at, key):
     it cost ~30 ns per get (thread CPU, 1M-key store, loaded machine) and hands the GIL to any
     thread waiting for it (a flush, a compaction) on every get, the reader then waiting to take
     it back; other threads' gets wait at most one lookup."""
-    a0 = address_value(at)
+    st, s, a, vl, addr = newest_answer(address_value(at), key_view(key))
+    return _make_answer(st, s, a, vl, addr)
+
+
+@njit(cache=True, inline="always")
+def newest_answer(a0, kv):
+    """:func:`lookup_newest`'s lookup of the key bytes ``kv`` (a uint8 array) in the directory at
+    address ``a0``: ``(status, slot, value offset, value length, table address)``, the address 0
+    unless ``VALUE`` (a value outside its table's file is ``READ``). Also the body of
+    :func:`._find_kernels.find`."""
     d = i64_view(a0, i64_view(a0, SLOTS)[WORDS])
-    kv = key_view(key)
     n = len(kv)
     st, s, a, vl = _lookup(d, d.view(np.uint64), d.view(np.uint32), d.view(np.uint16),
                            d.view(np.uint8), xxh3_64_bytes(kv, 0, n), kv, 0, n, kv, NEWEST, 0, True)
     if st != VALUE:
-        return _make_answer(st, s, a, vl, 0)
+        return st, s, a, vl, 0
     b = SLOTS + s * STRIDE
     if a < 0 or vl < 0 or a + vl > d[b + S_TLEN]:
-        return _make_answer(READ, s, 0, 0, 0)
-    return _make_answer(st, s, a, vl, d[b + S_TBUF])
+        return READ, s, 0, 0, 0
+    return st, s, a, vl, d[b + S_TBUF]
 
 
 @njit(cache=True, nogil=True)
