@@ -47,6 +47,7 @@ def _filters(tmp: str) -> None:
             f.might_contain_many(keys)
             f.might_contain(strs[1])
             f.might_contain(5)
+            f.estimated_count()  # a popcount pass (the LSM's store filter checks its fill with it)
         g = filters.from_bytes(f.to_bytes())
         path = os.path.join(tmp, f"{info.name}.blm")
         g.save(path)
