@@ -89,6 +89,7 @@ class Background:
         self.flusher = None
         self.started = False
         self.running = None  # the compaction task in flight (set under the compaction lock)
+        self.builder = None  # a read-only store's store-filter thread (:meth:`start_read_only`)
         if threaded:
             self.thread = threading.Thread(target=self._compact_loop, name=f"bloomdb-lsm:{db.path}", daemon=True)
             self.flusher = threading.Thread(target=self._flush_loop, name=f"bloomdb-lsm-flush:{db.path}", daemon=True)
@@ -98,7 +99,10 @@ class Background:
 
     def start(self) -> None:
         """The opened store runs: inline, the compactions it needs now; threaded, the threads
-        start now only if a flush or compaction is due (else on the first wake-up)."""
+        start now only if a flush or compaction is due (else on the first wake-up); read-only,
+        :meth:`start_read_only`."""
+        if self.db.read_only:
+            return self.start_read_only()
         sf = self.db._vs.store_filter
         if self.thread is None:
             self.compact_inline()
@@ -107,6 +111,24 @@ class Background:
             if (self.db._imm is not None or self.db._switch_due is not None or self.pick() is not None
                     or (sf is not None and sf.due)):
                 self.db._cond.notify_all()
+
+    def start_read_only(self) -> None:
+        """A read-only store (:mod:`.readonly`): when its store filter is due (no saved file covers
+        its tables and they hold ``MIN_ENTRIES`` entries), a daemon thread builds it in memory, one
+        bounded step at a time, until it covers the version or the store closes."""
+        sf = self.db._vs.store_filter
+        if sf is not None and sf.due:
+            self.builder = threading.Thread(target=self._build_loop, name=f"bloomdb-lsm-filter:{self.db.path}", daemon=True)
+            self.builder.start()
+
+    def _build_loop(self) -> None:
+        db = self.db
+        sf = db._vs.store_filter
+        while True:
+            with db._lock:
+                if db._closing or not sf.due:
+                    return
+            sf.step(db)  # never raises (a failed job is retried, a few times)
 
     def ensure_started(self) -> None:
         """Start the threads unless they started already or the store is closing (the caller holds
@@ -123,6 +145,8 @@ class Background:
         if self.started:
             self.flusher.join()
             self.thread.join()
+        if self.builder is not None:
+            self.builder.join()
         self.wait_released()
 
     # -- scheduling ---------------------------------------------------------------------------
@@ -290,8 +314,10 @@ class Background:
 
     def wait_idle(self) -> None:
         """Block until no flush, compaction or store-filter step is pending (threaded; inline work
-        is never pending)."""
+        is never pending; a read-only store's store-filter build: :meth:`start_read_only`)."""
         db = self.db
+        if self.builder is not None:
+            self.builder.join()
         with db._lock:
             sf = db._vs.store_filter
             while self.thread is not None and db._bg_error is None and (db._imm is not None or db._switch_due is not None

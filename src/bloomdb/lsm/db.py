@@ -152,14 +152,14 @@ class DB(WritePath, DictForms):
         self._reads = Reads()
         self._probe_base = np.zeros(layout.N_COUNTERS, np.int64)
         self._iterators: weakref.WeakSet = weakref.WeakSet()
-        self._vs = VersionSet(self._fs, path, self._cache, options.filter_file, options.store_filter and not read_only)
+        self._vs = VersionSet(self._fs, path, self._cache, options.filter_file, options.store_filter, read_only)
         self._bg = Background(self, options.background_compaction and not read_only)
         self._cond = self._bg.cond  # its notifies start the background threads when they have not started
         opening.open_store(self, read_only)  # recovery, or a read-only load; errors name the path
         self._regate()  # the recovered memtable may hold range tombstones
         if not read_only:
             self._reads.on_seek = self._bg.seek_exhausted  # LevelDB's seek compaction (probe/seeks.py)
-            self._bg.start()
+        self._bg.start()  # read-only: only a store-filter build, when no saved file covers the tables
 
     def _release_lock(self) -> None:
         self._lockfile.release()

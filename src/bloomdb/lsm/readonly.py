@@ -14,6 +14,18 @@ away) and replays the listed logs it still needs (each mapped whole too); a file
 it was opened starts it over (tables opened are kept for the next try). A log still being
 appended ends in a torn record at worst, which replay drops: what is seen is a prefix of the
 acknowledged writes. Cost: reading every live log once, per attempt.
+
+The store filter (:mod:`.store_filter`): the store's saved ``STOREFILTER`` is used when it is
+valid (checksum, the store's identity) and covers every table this open holds (each table's
+number, size, max sequence and key bounds; the replayed memtable is checked before the tables
+anyway), as the writer's open uses it. When it does not -- missing, damaged, foreign, or stale
+(a live writer saves it only at its close) -- and the tables hold ``MIN_ENTRIES`` entries, one
+daemon thread (:meth:`.background.Background.start_read_only`) builds one in memory: the file's
+filter copied with the uncovered tables' keys added, or a new one sized for the distinct keys
+(no growth headroom: the tables never change), ``STEP_ENTRIES`` table entries a step; lookups
+use the tables' own filters until it covers every table, then its record is set in the
+version's directory. Nothing is written, ever (no file, no save at close). Cost of a build: one
+decode and hash of every uncovered table entry, in that thread; ``close`` waits for one step.
 """
 
 from __future__ import annotations
@@ -54,6 +66,9 @@ def load(db) -> None:
     for _ in range(ATTEMPTS):
         try:
             if _attempt(db, opened):
+                sf = db._vs.store_filter
+                if sf is not None:  # the saved file, if it covers this open's tables (read in place, never written)
+                    sf.load(db._fs, path, db._vs.current)
                 return
         except FileNotFoundError:  # a writer deleted a file named by the manifest we read: again
             continue
@@ -82,7 +97,7 @@ def _attempt(db, opened: dict) -> bool:
     levels = [[] for _ in range(MAX_LEVELS)]
     for r in refs:
         levels[r.level].append(r)
-    vs.current = Version(levels)
+    vs.current = Version(levels, vs.store_filter)
     vs.next_file = vs.reserved = state.next_file
     vs.log_number = state.log_number
     vs.last_seq = seq

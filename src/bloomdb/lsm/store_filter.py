@@ -28,7 +28,8 @@ Sizing: none while the tables hold fewer than ``MIN_ENTRIES`` entries (dormant: 
 store's few per-table filters sit in cache); then built for a capacity (``GROW`` x the entries
 of the tables, at least ``MIN_CAPACITY``); when the estimated distinct keys pass ``REBUILD_AT`` x the capacity, a bigger
 one is built from the keys of the current version's tables. A saturated filter is still
-correct, only less selective.
+correct, only less selective. A read-only store's (:mod:`.readonly`) never grows: it is built
+for an estimate of the distinct keys (:func:`_capacity`), no headroom.
 
 Races: the maintenance (:meth:`step`: a rebuild or the scan of uncovered tables) runs in the
 flush thread only (or, with ``background_compaction=False``, in the writer under the store's
@@ -136,6 +137,22 @@ def _follow(cov: frozenset, deleted: set, added: list[int]) -> frozenset:
     return cov - deleted if deleted else cov
 
 
+def _capacity(f, todo, entries: int, grow: float = None) -> int:
+    """Keys a rebuilt filter is sized for: ``grow`` (default ``GROW``) x an estimate of the
+    distinct keys of the tables -- the old filter ``f``'s fill estimate (the distinct keys added
+    to it: a superset of its covered tables' keys) plus the entries of the tables ``todo`` it
+    does not cover, at most the tables' ``entries``. Without a filter (a first build, a reopen
+    with no usable file) the tables' entries alone: every version of a key counts there
+    (overwrites, tombstones), so it is an upper bound of the distinct keys and the filter holds
+    at least ``bits_per_key`` per distinct key; the next rebuild is sized from its estimate."""
+    if f is None:
+        return max(1, int(entries))
+    d = f.estimated_count() + sum(int(r.table.entries) for r in todo)
+    if not d < entries:  # (inf for a filter with every bit set)
+        d = entries
+    return max(1, int((GROW if grow is None else grow) * d))
+
+
 def _new_filter(capacity: int, bits_per_key: float) -> BlockedBloom:
     f = BlockedBloom(max(MIN_CAPACITY, int(capacity)), bits_per_key=bits_per_key)
     f.on_full = "ignore"  # saturated is still correct: a rebuild follows
@@ -156,8 +173,11 @@ class _Job:
 class StoreFilter:
     """The store filter of one store (see the module docstring)."""
 
-    def __init__(self, bits_per_key: float = BITS_PER_KEY):
+    def __init__(self, bits_per_key: float = BITS_PER_KEY, read_only: bool = False):
         self.bits_per_key = bits_per_key
+        #: a read-only store's (:mod:`.readonly`): its tables never change, so a build is sized for
+        #: the distinct keys it finds (no ``GROW`` headroom), and nothing is ever saved
+        self.read_only = read_only
         #: ``(filter or None, frozenset of covered table numbers)``, swapped whole
         self.state: tuple = (None, frozenset())
         self.job: _Job | None = None
@@ -287,7 +307,8 @@ class StoreFilter:
             self.due = False
             return
         if f is None or grow or f.estimated_count() + sum(int(r.table.entries) for r in todo) > REBUILD_AT * f.capacity:
-            self.job = _Job(_new_filter(GROW * entries, self.bits_per_key), refs, {r.number for r in refs}, True)
+            cap = _capacity(f, todo, entries, 1) if self.read_only else GROW * entries
+            self.job = _Job(_new_filter(cap, self.bits_per_key), refs, {r.number for r in refs}, True)
         else:
             self.job = _Job(_writable(f), todo, set(cov) | {r.number for r in todo}, False)
 
@@ -324,7 +345,7 @@ class StoreFilter:
         """At close: write the file (filter and the live tables of ``version`` it covers) if
         anything changed since it was loaded or saved. A failed write removes it."""
         f, cov = self.state
-        if f is None or not self._dirty or type(fs) is not RealFS:
+        if f is None or not self._dirty or type(fs) is not RealFS or self.read_only:
             return
         path = os.path.join(folder, NAME)
         rows = np.array([_table_id(r) for r in version.slots if r.number in cov], np.uint64).reshape(-1, _ENTRY)

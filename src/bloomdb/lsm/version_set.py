@@ -62,12 +62,14 @@ class Edit:
 class VersionSet:
     """The current version of the store at ``path`` and everything that makes it durable."""
 
-    def __init__(self, fs, path: str, cache, use_filter_file: bool = True, use_store_filter: bool = False):
+    def __init__(self, fs, path: str, cache, use_filter_file: bool = True, use_store_filter: bool = False,
+                 read_only: bool = False):
         self._fs = fs
         self.path = path
         self._cache = cache
         #: the store's :class:`.store_filter.StoreFilter` (None: none), handed to every version
-        self.store_filter = StoreFilter() if use_store_filter else None
+        #: (``read_only``: one that never writes its file, :mod:`.readonly`)
+        self.store_filter = StoreFilter(read_only=read_only) if use_store_filter else None
         self.current = Version([[] for _ in range(MAX_LEVELS)], self.store_filter)
         self.next_file = 1
         self.reserved = 1  # numbers below it were reserved by a durable manifest
