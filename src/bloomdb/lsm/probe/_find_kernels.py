@@ -19,8 +19,8 @@ Python error and ``find`` returns NULL; ``find`` itself raises nothing (its opti
 no error branch left: LLVM IR read at numba 0.68). The caller holds the GIL (a builtin called
 by the interpreter; the lookup is compiled without ``nogil``, as :func:`._get_kernels.lookup_newest`)
 and keeps the directory array referenced for the whole call, as for :func:`.lookup.newest`.
-Cost: a missing key's call ~130-160 ns against ~165-190 ns through numba's entry (thread CPU,
-1M keys, loaded machine); loaded from numba's cache in a fresh process.
+Cost: a missing key's call ~145-155 ns against ~190-210 ns through numba's entry (thread CPU,
+1M keys, loaded machine); loaded from numba's cache in a fresh process (~25-40 ms, as the entry).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ for a C builtin such as ``dict.get`` (measured by the lead, 1M keys). ``find`` i
 cached on disk like the kernels) wrapped as a builtin by ``ctypes``: a ``PyMethodDef`` made
 once per process and kept for its life, and ``PyCFunction_NewEx(def, at, NULL)`` per
 directory, whose ``self`` is the address ``at`` as a Python ``int``. A missing key's call:
-~130-160 ns instead of ~165-190 ns (thread CPU, 1M-key store, loaded machine:
+~145-155 ns instead of ~190-210 ns; ``db.get`` of a missing key ~30-45 ns less with the keys in
+memory order, ~35-90 ns less in random order (thread CPU, 1M-key store, loaded machine:
 docs/benchmarks.md, "A METH_O entry for the plain get").
 
 Contract: as :func:`.lookup.newest`'s -- the caller keeps the directory array at ``at``

@@ -41,7 +41,8 @@ def newest(at: int, key: bytes):
     :data:`bloomdb._fastargs.key_bytes`) (:func:`.fastcall.direct`): the first call compiles it
     and puts the entry in this name's place, so later calls skip the dispatcher. Answers the
     value (``bytes``), ``None`` (no value) or ``(status, slot, offset, length)`` to finish
-    (:meth:`Reads.finish`): :class:`._get_kernels.Answer`."""
+    (:meth:`Reads.finish`): :class:`._get_kernels.Answer`. (:meth:`DB.get` calls the same lookup
+    as a ``METH_O`` builtin, :mod:`.find`: no argument tuple per call.)"""
     global newest
     newest = direct(G.lookup_newest, (at, key), (address, key_bytes))
     return newest(at, key)
