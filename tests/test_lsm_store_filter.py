@@ -375,3 +375,50 @@ def test_crash_images_reopen_with_every_key(tmp_path):
         for k, v in items.items():
             assert db.get(k) == v
         assert db.multi_get(list(items)) == list(items.values())
+
+
+def test_a_rebuild_is_sized_from_the_distinct_keys_not_the_entries():
+    """``_capacity``: GROW x (the old filter's distinct estimate + the entries of the tables it does
+    not cover), at most the entries; the entries alone (an upper bound) when there is no filter."""
+    import numpy as np
+    from types import SimpleNamespace as NS
+    from bloomdb.filters.blocked import BlockedBloom
+
+    f = BlockedBloom(20000, bits_per_key=12)
+    h = np.random.default_rng(1).integers(0, 2**63, 5000, dtype=np.int64).astype(np.uint64)
+    for _ in range(4):  # every key added 4 times (overwrites): count 20000, distinct 5000
+        f.add_hashes(h)
+    todo = [NS(table=NS(entries=700)), NS(table=NS(entries=300))]
+    cap = SFM._capacity(f, todo, 100000, 2)
+    assert 2 * 5900 <= cap <= 2 * 6200
+    assert SFM._capacity(f, todo, 3000, 2) == 6000  # at most the entries
+    assert SFM._capacity(None, [], 3000, 2) == 6000
+    full = BlockedBloom(10, bits_per_key=12)
+    full.on_full = "ignore"
+    full.add_hashes(np.random.default_rng(2).integers(0, 2**63, 20000, dtype=np.int64).astype(np.uint64))
+    assert full.estimated_count() == float("inf")  # every bit set
+    assert SFM._capacity(full, [], 3000, 1) == 3000
+
+
+def test_overwrites_do_not_grow_the_rebuilt_filter(tmp_path, monkeypatch):
+    """A store whose keys are overwritten again and again (entries several times the distinct keys):
+    the filter is rebuilt bigger while the distinct keys grow, sized from them, so it ends far below
+    GROW x the entries a size from the entries would give; every answer still matches."""
+    monkeypatch.setattr(SFM, "MIN_CAPACITY", 64)
+    path = str(tmp_path / "db")
+    model: dict = {}
+    caps = []
+    with DB.open(path, _opts(background_compaction=False, level0_trigger=500, level0_stop=1000)) as db:
+        for r in range(6):
+            for i in range(1000 * min(r + 1, 3)):  # 1000, 2000, then 3000 distinct keys, each round
+                k = b"k%05d" % i
+                model[k] = b"v%d" % r
+                db.put(k, model[k])
+            db.flush()
+            caps.append(db._vs.store_filter.state[0].capacity)
+        entries = SFM._entries(db._version)
+        _check(db, model, 3000)
+        assert db.stats()["store_filter_negatives"] > 0
+    assert entries > 2 * 3000, entries  # the overwrites are still in the tables
+    assert len(set(caps)) >= 2  # rebuilt bigger as the distinct keys grew
+    assert caps[-1] <= SFM.GROW * 3000 * 1.2 < SFM.GROW * entries / 2, (caps, entries)

@@ -25,11 +25,17 @@ How tables become covered:
   crash left uncovered, repair) leaves it uncovered: the flush thread scans it (:meth:`step`).
 
 Sizing: none while the tables hold fewer than ``MIN_ENTRIES`` entries (dormant: a small
-store's few per-table filters sit in cache); then built for a capacity (``GROW`` x the entries
-of the tables, at least ``MIN_CAPACITY``); when the estimated distinct keys pass ``REBUILD_AT`` x the capacity, a bigger
-one is built from the keys of the current version's tables. A saturated filter is still
-correct, only less selective. A read-only store's (:mod:`.readonly`) never grows: it is built
-for an estimate of the distinct keys (:func:`_capacity`), no headroom.
+store's few per-table filters sit in cache); then built for ``GROW`` x an estimate of the
+distinct keys (:func:`_capacity`, at least ``MIN_CAPACITY``): the old filter's fill estimate plus
+the entries of the tables it does not cover, at most the tables' entries (with no filter yet, or
+no usable file, the entries alone). Entries count every version of a key (overwrites,
+tombstones): sized from them (4x, as before), a 1M store after an overwrite held 52 bits a
+distinct key (6.5 MB). When the estimated distinct keys pass ``REBUILD_AT`` x the
+capacity (12 bits a key), a bigger one is built from the keys of the current version's tables:
+between rebuilds it holds ``BITS_PER_KEY`` to ``GROW`` x that a distinct key, and a store growing
+to N keys rebuilds ~log2(N / MIN_ENTRIES) times, the last one decoding every table. A saturated
+filter is still correct, only less selective. A read-only store's (:mod:`.readonly`) never grows:
+it is built for the estimate itself and never rebuilt for its fill.
 
 Races: the maintenance (:meth:`step`: a rebuild or the scan of uncovered tables) runs in the
 flush thread only (or, with ``background_compaction=False``, in the writer under the store's
@@ -54,7 +60,7 @@ without fsync (a torn file fails its checks). The store deletes no file here; re
 the name (it matches no table or log pattern). No table or manifest format changes.
 
 Cost: a flush hashes its keys once more (~3 ns a key) and adds them (~5 ns); a lookup pays one
-filter line (~12 bits a key: ~1.5 bytes a key of memory, reported by ``db.stats()``); a rebuild
+filter line (12-24 bits a distinct key: 1.5-3 bytes a key of memory, reported by ``db.stats()``); a rebuild
 decodes every table once (in the flush thread, ``STEP_ENTRIES`` entries at a time).
 """
 
@@ -86,8 +92,8 @@ MIN_CAPACITY = 1 << 16
 #: checked): a small store's per-table filters are few and in cache, and its tables' own filter
 #: counters stay what they were; the first install past it starts a rebuild
 MIN_ENTRIES = 1 << 16
-GROW = 4  #: a rebuild sizes for GROW x the entries of the version's tables
-REBUILD_AT = 1.5  #: estimated distinct keys / capacity past which a rebuild is due
+GROW = 2  #: a rebuild sizes for GROW x the estimated distinct keys of the version's tables
+REBUILD_AT = 1.0  #: estimated distinct keys / capacity past which a rebuild is due
 STEP_ENTRIES = 1 << 18  #: table entries added per maintenance step (flushes run between steps)
 MAX_FAILURES = 8  #: failed jobs (a table unreadable) before the store stops trying until reopened
 _HEAD = struct.Struct("<8sIIQ32s")  # magic, version, covered tables, filter bytes, the store's identity
@@ -137,20 +143,16 @@ def _follow(cov: frozenset, deleted: set, added: list[int]) -> frozenset:
     return cov - deleted if deleted else cov
 
 
-def _capacity(f, todo, entries: int, grow: float = None) -> int:
-    """Keys a rebuilt filter is sized for: ``grow`` (default ``GROW``) x an estimate of the
-    distinct keys of the tables -- the old filter ``f``'s fill estimate (the distinct keys added
-    to it: a superset of its covered tables' keys) plus the entries of the tables ``todo`` it
-    does not cover, at most the tables' ``entries``. Without a filter (a first build, a reopen
-    with no usable file) the tables' entries alone: every version of a key counts there
-    (overwrites, tombstones), so it is an upper bound of the distinct keys and the filter holds
-    at least ``bits_per_key`` per distinct key; the next rebuild is sized from its estimate."""
-    if f is None:
-        return max(1, int(entries))
-    d = f.estimated_count() + sum(int(r.table.entries) for r in todo)
-    if not d < entries:  # (inf for a filter with every bit set)
-        d = entries
-    return max(1, int((GROW if grow is None else grow) * d))
+def _capacity(f, todo, entries: int, grow: float) -> int:
+    """Keys a rebuilt filter is sized for: ``grow`` x an estimate of the distinct keys of the
+    tables -- the old filter ``f``'s fill estimate (the distinct keys added to it: a superset of
+    its covered tables' keys) plus the entries of the tables ``todo`` it does not cover, at most
+    the tables' ``entries``; without a filter the entries alone (an upper bound of the distinct
+    keys: every version of a key counts)."""
+    d = entries
+    if f is not None:
+        d = min(entries, f.estimated_count() + sum(int(r.table.entries) for r in todo))  # (inf: every bit set)
+    return max(1, int(grow * d))
 
 
 def _new_filter(capacity: int, bits_per_key: float) -> BlockedBloom:
@@ -235,7 +237,7 @@ class StoreFilter:
         """Set :attr:`due` when ``f`` holds more distinct keys than ``REBUILD_AT`` x its capacity
         (one popcount pass, at most every quarter capacity of adds)."""
         self._next_fill_check = f.count + f.capacity // 4
-        if f.count > f.capacity and f.estimated_count() > REBUILD_AT * f.capacity:
+        if f.count > f.capacity and f.estimated_count() > REBUILD_AT * f.capacity and not self.read_only:
             self.due = True
 
     def installed(self, deleted: set, added: list, version) -> None:
@@ -302,12 +304,13 @@ class StoreFilter:
             self.due = False
             return
         todo = [r for r in refs if r.number not in cov]
-        grow = f is not None and f.count > f.capacity and f.estimated_count() > REBUILD_AT * f.capacity
+        grow = (f is not None and not self.read_only and f.count > f.capacity
+                and f.estimated_count() > REBUILD_AT * f.capacity)
         if f is not None and not todo and not grow:
             self.due = False
             return
         if f is None or grow or f.estimated_count() + sum(int(r.table.entries) for r in todo) > REBUILD_AT * f.capacity:
-            cap = _capacity(f, todo, entries, 1) if self.read_only else GROW * entries
+            cap = _capacity(f, todo, entries, 1 if self.read_only else GROW)
             self.job = _Job(_new_filter(cap, self.bits_per_key), refs, {r.number for r in refs}, True)
         else:
             self.job = _Job(_writable(f), todo, set(cov) | {r.number for r in todo}, False)
