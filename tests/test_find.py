@@ -9,6 +9,7 @@ import random
 import sys
 import threading
 import tracemalloc
+import weakref
 
 import numpy as np
 import pytest
@@ -231,3 +232,96 @@ def test_gets_on_threads_beside_a_writer(tmp_path):
         w.join(), r.join()
         assert not errors, errors[0]
         assert db.get(b"w00000") == b"x4500"
+
+
+def test_the_store_get_is_the_builtin_and_answers_as_db_get(tmp_path):
+    """``db.get`` is the builtin over the gate (:mod:`bloomdb.lsm.quickget`) and answers exactly
+    as ``DB.get`` on a twin store, cold (hand-overs finished in Python) and warm, with the same
+    read statistics; memtable hits, defaults, snapshots, ``str`` keys and bad calls too."""
+    from bloomdb.lsm import quickget
+
+    o = small_options(background_compaction=False)
+    with DB.open(tmp_path / "a", o) as db:
+        model, deleted = _fill(db)
+    import shutil
+
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    probes = [b"k%06d" % i for i in range(3000)] + [b"k%06d." % i for i in range(300)]
+    with DB.open(tmp_path / "a", o) as a, DB.open(tmp_path / "b", o) as b:
+        assert quickget._broken is None and type(a.get).__name__ == "builtin_function_or_method"
+        for rounds in range(2):
+            got = [a.get(k, b"-") for k in probes]
+            assert got == [DB.get(b, k, b"-") for k in probes]
+            assert got == [model.get(k, b"-") for k in probes]
+        def counts(db):
+            s = db.stats()
+            return [s[k] for k in ("table_lookups", "data_blocks_read", "filter_checks", "filter_positive", "true_positive")]
+
+        ver = a._state[2]
+        d = ver.refresh_probe()[0]
+        for s in range(len(ver.slots)):  # no seek charges: a budget running out adds lookups
+            d[layout.SLOTS + layout.STRIDE * s + layout.S_SEEKS] = 0
+        d[layout.SEEK_DUE] = 0
+        c0 = counts(a)  # warm now: a pass through the builtin counts as a pass through DB.get
+        [a.get(k) for k in probes]
+        c1 = counts(a)
+        [DB.get(a, k) for k in probes]
+        c2 = counts(a)
+        assert [y - x for x, y in zip(c0, c1)] == [y - x for x, y in zip(c1, c2)] and c1[0] > c0[0]
+        a.put(b"k000001", b"mem")
+        a.delete(b"k000002")
+        assert a.get(b"k000001") == b"mem" and a.get(b"k000002") is None and a.get(b"k000002", 3) == 3
+        snap = a.snapshot()
+        a.put(b"k000001", b"mem2")
+        assert a.get(b"k000001") == b"mem2" and snap.get(b"k000001") == b"mem"
+        assert a.get(b"k000001", snapshot=snap) == b"mem" and a.get(key=b"k000001") == b"mem2"
+        snap.close()
+        assert a.get("k000001") == b"mem2"
+        v = a.get(b"k000001")  # the memtable's own value
+        n = sys.getrefcount(v)
+        del v
+        v = DB.get(a, b"k000001")
+        assert sys.getrefcount(v) == n
+        v = a.get(b"k000004")  # a table's value: a new bytes object
+        assert v == model[b"k000004"] and sys.getrefcount(v) == 2
+        n0 = sys.getrefcount(None)
+        for _ in range(50_000):
+            a.get(b"k000002")
+            a.get(b"k000005.")
+            a.get(b"k000005")
+        assert abs(sys.getrefcount(None) - n0) < 100
+        for bad in (7, None, 1.5):
+            with pytest.raises(TypeError):
+                a.get(bad)
+        with pytest.raises(TypeError):
+            a.get()
+        with pytest.raises(TypeError):
+            a.get(b"k", None, None, None)
+
+
+def test_a_store_whose_class_overrides_get_keeps_its_own(tmp_path):
+    class Mine(DB):
+        def get(self, key, default=None, snapshot=None):
+            return b"mine"
+
+    with Mine.open(tmp_path / "db", small_options()) as db:
+        db.put(b"a", b"b")
+        assert db.get(b"a") == b"mine"
+
+
+def test_the_builtin_get_of_a_dropped_store_raises(tmp_path):
+    import gc
+
+    from bloomdb.errors import StoreClosed
+
+    db = DB.open(tmp_path / "db", small_options())
+    db.put(b"a", b"b")
+    get = db.get
+    assert get(b"a") == b"b"
+    db.close()
+    gone = weakref.ref(db)
+    del db
+    gc.collect()
+    assert gone() is None  # the builtin holds the store weakly
+    with pytest.raises(StoreClosed):
+        get(b"a")

@@ -30,7 +30,7 @@ from itertools import repeat
 import numpy as np
 
 from ..errors import BloomDBError, InvalidArgument, KeyTypeError, StoreClosed
-from . import checkpoint, logrun, opening, properties, rangedel, store_filter, wal
+from . import checkpoint, logrun, opening, properties, quickget, rangedel, store_filter, wal
 from .background import Background, TaskContext
 from .batch import key_bytes as _key
 from .compaction import executor
@@ -140,6 +140,7 @@ class DB(WritePath, DictForms):
         self.read_only = read_only
         self.options = options
         self._fs = options.fs or RealFS()
+        self._gate = quickget.install(self, DB.get)  # db.get: a builtin over the gate, where it can be made
         self._lock = threading.RLock()
         self._snapshots: Counter = Counter()
         self._keep_old = False  # a snapshot is live: memtables keep the versions they replace

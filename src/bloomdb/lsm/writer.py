@@ -88,7 +88,7 @@ class WritePath:
             m, imm, ver = st
             if imm is None and not m.pending_keys and not m.rdels and not ver.range_dels:
                 quick = (m.latest, ver)  # a memtable's dict is never replaced
-        self._quick = quick
+        self._quick = self._gate[0] = quick  # the cell: the store's builtin get reads it (:mod:`.quickget`)
 
     def _room(self) -> int:
         """The memtable's size limit now (caller holds the lock): ``memtable_bytes``, or
@@ -200,7 +200,7 @@ class WritePath:
                 self._regate()
             elif self._mem.pending_keys:  # batch puts kept aside (MemTable.defer): puts take the general path
                 self._mem_limit = 0
-                self._quick = None  # and gets fold them first (DB.get's full path)
+                self._quick = self._gate[0] = None  # and gets fold them first (DB.get's full path)
 
     def write_batch(self, *, transaction: bool = False, sync: bool = False) -> BoundBatch:
         """plyvel's ``db.write_batch()``: a :class:`WriteBatch` bound to this store, applied

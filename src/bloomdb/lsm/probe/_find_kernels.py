@@ -188,3 +188,15 @@ def find(self, key):
     if not ok:
         return _null()
     return _answer_object(st, s, a, vl, addr)
+
+
+@intrinsic
+def _is_null(typingctx, p):
+    """True when the object pointer ``p`` is NULL."""
+    if p != types.voidptr:
+        return None
+
+    def codegen(context, builder, signature, args):
+        return cgutils.is_null(builder, args[0])
+
+    return types.boolean(p), codegen
