@@ -362,7 +362,7 @@ class DB(WritePath, DictForms):
         probes the filter of every table that may hold it (L0 newest first, then one table per
         level by key range); only a table whose filter says "may contain" is read (one data
         block, found through the in-memory index). A plain get in the common state tests one gate,
-        ``_quick`` (``WritePath._regate``: ~70 ns less than testing each case, docs/benchmarks.md).
+        ``_quick`` (``WritePath._regate``); a store's own ``db.get`` is that path in C (:mod:`.quickget`).
         """
         q = self._quick  # (memtable's dict, version) when a plain get needs nothing else (WritePath._regate)
         if q is not None and snapshot is None and type(key) is bytes:
