@@ -2,13 +2,14 @@
 quick path (the gate, the memtable's dict, the lookup) without a Python frame (:mod:`.quickget`
 makes it the store's ``get``).
 
-``self`` is the tuple ``(cell, db ref, DB.get, finish, dead, "_probe")``: ``cell[0]`` is the
+``self`` is the tuple ``(cell, db ref, DB.get, finish, dead, "_probe", find's address)``: ``cell[0]`` is the
 store's gate (``DB._quick``: ``(memtable's dict, version)`` or None), ``db ref`` a weak reference
 to the store. A call with one or two positional arguments, an exact ``bytes`` key and the gate
-open reads the memtable's dict (``PyDict_GetItemWithError``: a hit is the answer), then runs
-:func:`.probe._find_kernels`'s lookup on the version's probe directory (``version._probe``, read
-with ``PyObject_GetAttr`` and held for the call); a hand-over goes to ``finish(db, version, key,
-answer, default)`` (:meth:`.probe.lookup.Reads.finish`). Anything else -- keywords, a snapshot,
+open reads the memtable's dict (``PyDict_GetItemWithError``: a hit is the answer), then calls
+:func:`.probe._find_kernels.find` (its address, the tuple's last item, read at run time) on the
+version's probe directory (``version._probe``, read with ``PyObject_GetAttr`` and held for the
+call); a hand-over goes to ``finish(db, version, key, answer, default)``
+(:meth:`.probe.lookup.Reads.finish`). Anything else -- keywords, a snapshot,
 another key type, the gate shut, no probe directory yet -- calls ``DB.get`` bound to the store
 (``PyMethod_New`` + ``PyObject_Vectorcall``), or ``dead`` when the store is gone. C-API functions
 only, no struct field read by offset; every object used across a call back into Python is held.
@@ -22,7 +23,6 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from .probe import _find_kernels as K
-from .probe._get_kernels import DELETED, MISSING, VALUE
 
 _i8p = ir.IntType(8).as_pointer()
 _i64 = ir.IntType(64)
@@ -205,6 +205,20 @@ def _call5(typingctx, fn, a1, a2, a3, a4, a5):
     return _vp(fn, a1, a2, a3, a4, a5), codegen
 
 
+@intrinsic
+def _call_find(typingctx, fn, at, key):
+    """``find(at, key)`` of :mod:`.probe._find_kernels`, called by its address ``fn`` (an integer
+    read at run time: the cached code holds no address)."""
+    if not isinstance(fn, types.Integer) or at != _vp or key != _vp:
+        return None
+
+    def codegen(context, builder, signature, a):
+        f = builder.inttoptr(a[0], ir.FunctionType(_i8p, [_i8p, _i8p]).as_pointer())
+        return builder.call(f, [a[1], a[2]])
+
+    return _vp(fn, at, key), codegen
+
+
 @cfunc(_vp(_vp, types.CPointer(_vp), types.intp, _vp), cache=True)
 def quick_get(self, args, nargs, kwnames):
     """``db.get(key, default=None, snapshot=None)`` (see the module docstring)."""
@@ -225,19 +239,17 @@ def quick_get(self, args, nargs, kwnames):
             if K._is_null(p):
                 return K._null()
             if not _is(p, _none()):
-                at = K._address_of(_item(p, 2))
-                kp, n = K._bytes_of(key)
-                ok, st, s, a, vl, addr = K._newest_or_raise(at, kp, n)
-                if not ok:
-                    _decref(p)
-                    return K._null()
-                if st == MISSING or st == DELETED:
-                    _decref(p)
-                    return _incref(default)
-                r = K._answer_object(st, s, a, vl, addr)
+                r = _call_find(K._address_of(_item(self, 6)), _item(p, 2), key)
                 _decref(p)
-                if st == VALUE or K._is_null(r):
+                if K._is_null(r):
                     return r
+                if _is(r, _none()):
+                    _decref(r)
+                    return _incref(default)
+                rt = _type_of(r)
+                _decref(rt)
+                if _is(rt, _bytes_type()):
+                    return r  # the value
                 db = _weak_get(_item(self, 1))
                 if not _is(db, _none()):  # a hand-over: finish(db, version, key, answer, default)
                     _incref(db)

@@ -6,8 +6,9 @@ kernel -- and everything else goes to :meth:`DB.get <bloomdb.lsm.db.DB.get>` its
 does not override ``DB.get``) and returns the store's gate cell, a one-item list that
 ``WritePath._regate`` keeps equal to ``_quick``. The builtin holds the cell and a weak reference to
 the store (no reference cycle: a dropped store is still closed by its ``__del__``).
-Cost: a missing get ~110-150 ns less than through ``DB.get`` (its frame and prologue; 1M-key store,
-thread CPU, loaded machine: docs/benchmarks.md, "A METH_O entry for the plain get"). Where the
+Cost: a missing get ~60-130 ns less than through ``DB.get`` (its frame and prologue; 1M-key store,
+thread CPU, loaded machine: docs/benchmarks.md, "A METH_O entry for the plain get"); a fresh
+process's first open loads the builtin's small cfunc and ``find``'s from numba's cache (~10-20 ms). Where the
 builtin cannot be made (another Python or numba), the store keeps ``DB.get``: slower, never wrong.
 """
 
@@ -26,7 +27,7 @@ from .sstable import DELETED, MISSING
 METH_FASTCALL_KEYWORDS = 0x0080 | 0x0002
 
 _lock = threading.Lock()
-_made = None  # the method def once set up
+_made = None  # (method def, find's address) once set up
 _broken: str | None = None  # why the builtin cannot be made, else None
 
 
@@ -47,10 +48,11 @@ def _method_def():
         if _made is None and _broken is None:
             try:
                 from ._quick_kernels import quick_get
+                from .probe._find_kernels import find
 
-                m = F._MethodDef(b"get", quick_get.address, METH_FASTCALL_KEYWORDS, None)
-                F._new_ex()
-                _made = m
+                if F._setup() is None:  # no find builtin: no quick get either
+                    raise RuntimeError(F.fallback)
+                _made = (F._MethodDef(b"get", quick_get.address, METH_FASTCALL_KEYWORDS, None), find.address)
             except Exception as e:  # pragma: no cover - another Python or numba
                 _broken = f"{type(e).__name__}: {e}"
         return _made
@@ -60,6 +62,6 @@ def install(db, get) -> list:
     """The gate cell of ``db``; ``db.get`` becomes the builtin when ``type(db).get is get``."""
     cell = [None]
     if type(db).get is get and (m := _made or _method_def()) is not None:
-        self = (cell, weakref.ref(db), get, _finish, _dead, sys.intern("_probe"))
-        db.get = F._new_ex()(ctypes.byref(m), self, None)
+        self = (cell, weakref.ref(db), get, _finish, _dead, sys.intern("_probe"), m[1])
+        db.get = F._new_ex()(ctypes.byref(m[0]), self, None)
     return cell
