@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from bloomdb.parquet import ParquetColumns
@@ -225,7 +225,22 @@ def test_random_pyarrow_options_with_strings(tmp_path, options, rows, seed):
                        column_encoding=encoding)
     p = tmp_path / "random.parquet"
     pq.write_table(matrix_table(rows, seed), p, **options)
+    assume(_pyarrow_reads_back(p))
     check_arrow(p, seed=seed, declined=NESTED)
+
+
+def _pyarrow_reads_back(path) -> bool:
+    """Whether pyarrow reads every row group of a file it wrote itself. pyarrow 26.0.1 writes
+    files it cannot read back (ArrowInvalid "Column 19 named l expected length 1 but got length
+    0") with ``data_page_size=1`` and a ``list<int32>`` column among others, at 1+ rows: with no
+    reference answer there is nothing to compare, so such an example is discarded."""
+    f = pq.ParquetFile(path)
+    try:
+        for i in range(f.num_row_groups):
+            f.read_row_group(i)
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 @pytest.mark.parametrize("name", ["spark-like", "impala-like", "decimals-as-integers"])
