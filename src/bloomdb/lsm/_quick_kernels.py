@@ -24,14 +24,10 @@ from numba.extending import intrinsic
 
 from .probe import _find_kernels as K
 
-_i8p = ir.IntType(8).as_pointer()
-_i64 = ir.IntType(64)
+from .probe._find_kernels import _capi, _i64, _i8p
+
 _NULL = ir.Constant(_i8p, None)
 _vp = types.voidptr
-
-
-def _capi(builder, name, ret, args, var_arg=False):
-    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, args, var_arg=var_arg), name)
 
 
 def _call1(name):

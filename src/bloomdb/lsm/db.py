@@ -400,9 +400,7 @@ class DB(WritePath, DictForms):
             return default
         if type(r) is bytes:
             return r
-        st, s, a, _ = r
-        r = self._reads.finish(ver, key, MAX_SEQ, st, s, a)
-        return default if r is MISSING or r is DELETED else r
+        return quickget.finish(self, ver, key, r, default)
 
     def multi_get(self, keys, default=None, snapshot: Snapshot | None = None) -> list:
         """Values of ``keys`` in order (``default`` where absent). The filter checks of the whole

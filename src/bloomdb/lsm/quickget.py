@@ -14,7 +14,6 @@ builtin cannot be made (another Python or numba), the store keeps ``DB.get``: sl
 
 from __future__ import annotations
 
-import ctypes
 import sys
 import threading
 import weakref
@@ -31,8 +30,9 @@ _made = None  # (method def, find's address) once set up
 _broken: str | None = None  # why the builtin cannot be made, else None
 
 
-def _finish(db, ver, key, r, default):
-    """A hand-over of the lookup kernel, finished as ``DB.get`` finishes it."""
+def finish(db, ver, key, r, default):
+    """``db.get``'s answer for the hand-over ``r`` of the lookup kernel (the builtin's and
+    :meth:`DB.get <bloomdb.lsm.db.DB.get>`'s)."""
     st, s, a, _ = r
     r = db._reads.finish(ver, key, MAX_SEQ, st, s, a)
     return default if r is MISSING or r is DELETED else r
@@ -52,7 +52,7 @@ def _method_def():
 
                 if F._setup() is None:  # no find builtin: no quick get either
                     raise RuntimeError(F.fallback)
-                _made = (F._MethodDef(b"get", quick_get.address, METH_FASTCALL_KEYWORDS, None), find.address)
+                _made = (F.method_def(quick_get.address, b"get", METH_FASTCALL_KEYWORDS), find.address)
             except Exception as e:  # pragma: no cover - another Python or numba
                 _broken = f"{type(e).__name__}: {e}"
         return _made
@@ -62,6 +62,5 @@ def install(db, get) -> list:
     """The gate cell of ``db``; ``db.get`` becomes the builtin when ``type(db).get is get``."""
     cell = [None]
     if type(db).get is get and (m := _made or _method_def()) is not None:
-        self = (cell, weakref.ref(db), get, _finish, _dead, sys.intern("_probe"), m[1])
-        db.get = F._new_ex()(ctypes.byref(m[0]), self, None)
+        db.get = F.bind(m[0], (cell, weakref.ref(db), get, finish, _dead, sys.intern("_probe"), m[1]))
     return cell

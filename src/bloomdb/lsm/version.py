@@ -90,9 +90,7 @@ class Version:
             if self._probe is None:
                 sf = self.store_filter
                 self.directory = Directory(self.slots, self.levels, None if sf is None else sf.record_for(self))
-                d = self.directory.array
-                at = d.ctypes.data
-                self._probe = (d, [r.table.value_bytes for r in self.slots], at, finder(at))
+                self._probe = _probe_of(self.directory.array, [r.table.value_bytes for r in self.slots])
             return self._probe
 
     def open_slot(self, s: int) -> bool:
@@ -133,6 +131,11 @@ class Version:
         """The probe tuple after the directory was laid out again (a lazy load may do that)."""
         d = self.directory.array
         if self._probe[0] is not d:
-            at = d.ctypes.data
-            self._probe = (d, self._probe[1], at, finder(at))
+            self._probe = _probe_of(d, self._probe[1])
         return self._probe
+
+
+def _probe_of(d, bufs) -> tuple:
+    """:meth:`Version.probe`'s tuple for directory array ``d`` and the slots' table bytes."""
+    at = d.ctypes.data
+    return (d, bufs, at, finder(at))

@@ -34,8 +34,9 @@ from ..._intrinsics import u8_view
 from ._get_kernels import DELETED, MISSING, VALUE, newest_answer
 
 
-def _capi(builder, name, ret, args):
-    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, args), name)
+def _capi(builder, name, ret, args, var_arg=False):
+    """The C-API function ``name`` declared in the module being built (resolved by name at load)."""
+    return cgutils.get_or_insert_function(builder.module, ir.FunctionType(ret, args, var_arg=var_arg), name)
 
 
 _i8p = ir.IntType(8).as_pointer()

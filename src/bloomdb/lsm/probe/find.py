@@ -50,7 +50,7 @@ class _MethodDef(ctypes.Structure):
 
 _lock = threading.Lock()
 _kept: list = []  # every method def made: a builtin points at its def, so none is ever freed
-_made = None  # (method def of find, PyCFunction_NewEx) once set up
+_made = None  # the method def of find once set up
 
 
 def _new_ex():
@@ -60,11 +60,11 @@ def _new_ex():
     return new
 
 
-def method_def(address: int, name: bytes) -> _MethodDef:
-    """A ``METH_O`` method def for the C function at ``address`` (a ``cfunc`` of signature
-    ``voidptr(voidptr, voidptr)``: self, argument -> a new reference or NULL with an error
-    set), kept for the life of the process."""
-    d = _MethodDef(name, address, METH_O, None)
+def method_def(address: int, name: bytes, flags: int = METH_O) -> _MethodDef:
+    """A method def (``METH_O``: a ``cfunc`` of signature ``voidptr(voidptr, voidptr)``, self and
+    argument -> a new reference or NULL with an error set) for the C function at ``address``,
+    kept for the life of the process."""
+    d = _MethodDef(name, address, flags, None)
     _kept.append(d)
     return d
 
@@ -75,15 +75,16 @@ def bind(mdef: _MethodDef, self):
 
 
 def _setup():
-    """The method def of :func:`._find_kernels.find` and ``PyCFunction_NewEx``; None (and
-    :data:`fallback` set) when either cannot be had."""
+    """The method def of :func:`._find_kernels.find` (``PyCFunction_NewEx`` checked to be there);
+    None (and :data:`fallback` set) when either cannot be had."""
     global _made, fallback
     with _lock:
         if _made is None and fallback is None:
             try:
                 from ._find_kernels import find
 
-                _made = (method_def(find.address, b"find"), _new_ex())
+                _new_ex()  # PyCFunction_NewEx is there
+                _made = method_def(find.address, b"find")
             except Exception as e:  # pragma: no cover - another Python or numba
                 fallback = f"{type(e).__name__}: {e}"
         return _made
@@ -95,4 +96,4 @@ def finder(at: int):
     made = _made or _setup()
     if made is None:  # pragma: no cover - another Python or numba
         return functools.partial(direct(G.lookup_newest, (at, b""), (address, key_bytes)), at)
-    return made[1](ctypes.byref(made[0]), at, None)
+    return bind(made, at)
