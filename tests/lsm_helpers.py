@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from bloomdb.bench.stress import stress_options
 from bloomdb.lsm import Options
 from bloomdb.lsm.fs import RealFS
@@ -13,6 +15,20 @@ def small_options(**kw) -> Options:
     """Tiny memtables/tables/levels so flushes and compactions happen every few hundred ops."""
     kw.setdefault("fs", RealFS(fsync=False))
     return stress_options(**kw)
+
+
+def store_filter_options(**kw) -> Options:
+    """:func:`small_options` with 3000-byte memtables: the store-filter tests' stores."""
+    kw.setdefault("memtable_bytes", 3000)
+    return small_options(**kw)
+
+
+@pytest.fixture
+def store_filter_from_the_first_table(monkeypatch):
+    """The store filter from the first table on (a store under ``MIN_ENTRIES`` entries keeps none)."""
+    from bloomdb.lsm import store_filter
+
+    monkeypatch.setattr(store_filter, "MIN_ENTRIES", 0)
 
 
 def check_cursors_like_plyvel(db, ldb, p: bytes, snap, lsnap, takes=(3, 12, None)) -> None:

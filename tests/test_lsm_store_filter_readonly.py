@@ -18,18 +18,11 @@ from bloomdb.lsm import store_filter as SFM
 from bloomdb.lsm.background import Background
 from bloomdb.lsm.probe import layout as L
 
-from lsm_helpers import small_options
+from lsm_helpers import store_filter_from_the_first_table  # noqa: F401 (a fixture)
+from lsm_helpers import store_filter_options as _opts
 
 
-@pytest.fixture(autouse=True)
-def _awake(monkeypatch):
-    """The filter from the first table on (a store under ``MIN_ENTRIES`` entries keeps none)."""
-    monkeypatch.setattr(SFM, "MIN_ENTRIES", 0)
-
-
-def _opts(**kw):
-    kw.setdefault("memtable_bytes", 3000)
-    return small_options(**kw)
+pytestmark = pytest.mark.usefixtures("store_filter_from_the_first_table")
 
 
 NKEYS = 3000
