@@ -8,8 +8,9 @@ import time
 
 
 def store_section(n: int = 100_000, reads: int = 50_000) -> dict:
-    """Fill two stores (``blocked:10`` and no filter) with ``n`` keys into >= 20 tables, read
-    ``reads`` missing keys from each, print ops/s and the filter statistics; returns them."""
+    """Fill two stores (``blocked:10`` and no filter at all: no table filters and no store filter,
+    :mod:`bloomdb.lsm.store_filter`) with ``n`` keys into >= 20 tables, read ``reads`` missing keys
+    from each, print ops/s and the filter statistics; returns them."""
     from ..lsm import DB, Options
     from ..lsm.fs import RealFS
 
@@ -18,7 +19,7 @@ def store_section(n: int = 100_000, reads: int = 50_000) -> dict:
     value = b"v" * 100
 
     def measure(spec, path, keys, missing, small):
-        opts = Options(filter=spec, memtable_bytes=small, table_bytes=small,
+        opts = Options(filter=spec, store_filter=spec is not None, memtable_bytes=small, table_bytes=small,
                        level1_bytes=4 * small, fs=RealFS(fsync=False))
         with DB.open(path, opts) as db:
             t = time.perf_counter()
@@ -48,12 +49,13 @@ def store_section(n: int = 100_000, reads: int = 50_000) -> dict:
         for spec in ("blocked:10", None):
             out[spec] = r = measure(spec, f"{root}/{spec}", keys, missing, 256 << 10)
             st = r["stats"]
-            print(f"   filter={spec!s:<11} fill {r['fill']:>9,.0f} puts/s | read missing {r['readmissing']:>9,.0f} gets/s | "
+            print(f"   filter={spec or 'none':<11} fill {r['fill']:>9,.0f} puts/s | read missing {r['readmissing']:>9,.0f} gets/s | "
                   f"multi_get missing {r['multi_get']:>11,.0f} keys/s | tables {sum(st['tables_per_level'])} "
                   f"{st['tables_per_level'][:4]} | data blocks read {st['data_blocks_read']:,}")
         s = out["blocked:10"]["stats"]
         print(f"   with blocked:10: {s['filter_checks']:,} filter checks, {s['filter_useful']:,} said 'not here' "
-              f"({100 * s['filter_useful_ratio']:.1f}%), {s['filter_bytes']:,} filter bytes in all tables")
+              f"({100 * s['filter_useful_ratio']:.1f}%), {s['filter_bytes']:,} filter bytes in all tables, "
+              f"{s['store_filter_bytes']:,} in the store filter (filter=none keeps no store filter either)")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     return out
